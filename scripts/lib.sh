@@ -1,0 +1,83 @@
+# Shared set-up for scripts/demo.sh, scripts/test.sh and bench/run.sh:
+# packages, build, install, and a throwaway PostgreSQL 15 cluster that
+# listens on a private unix socket only. Sourced, not run.
+set -euo pipefail
+
+DLOCK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PG_BIN=/usr/lib/postgresql/15/bin
+export PATH="$PG_BIN:$PATH"
+
+# initdb and pg_ctl refuse to run as root: as root the server runs as the
+# "postgres" user that Debian's packages create; otherwise as yourself.
+if [ "$(id -u)" = 0 ]; then
+  as_root() { "$@"; }
+  as_server_user() { runuser -u postgres -- "$@"; }
+  SERVER_USER=postgres
+else
+  as_root() { sudo "$@"; }
+  as_server_user() { "$@"; }
+  SERVER_USER=$(id -un)
+fi
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# Installs whatever of the build and test dependencies is missing.
+ensure_packages() {
+  local want="postgresql-15 postgresql-client-15 postgresql-server-dev-15
+    libpq-dev libipc-run-perl g++ make cmake libgtest-dev"
+  local missing="" p
+  for p in $want; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+      missing="$missing $p"
+  done
+  if [ -n "$missing" ]; then
+    log "installing:$missing"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  fi
+}
+
+# Builds and installs dlock; extra arguments go to make (DLOCK_TESTING=1).
+build_and_install() {
+  log "building dlock $*"
+  make -C "$DLOCK_ROOT" -s clean
+  make -C "$DLOCK_ROOT" -s -j2 "$@"
+  as_root make -C "$DLOCK_ROOT" -s install "$@" >/dev/null
+}
+
+# Starts a new cluster in a fresh temporary directory and points libpq's
+# PG* variables at it. Extra arguments are postgresql.conf lines. The
+# cluster is stopped and removed when the calling shell exits.
+start_cluster() {
+  CLUSTER_DIR=$(mktemp -d /tmp/dlock-cluster.XXXXXX)
+  chmod 755 "$CLUSTER_DIR"
+  [ "$(id -u)" = 0 ] && chown postgres: "$CLUSTER_DIR"
+  log "starting a throwaway PostgreSQL 15 cluster in $CLUSTER_DIR"
+  as_server_user initdb -D "$CLUSTER_DIR/data" -U postgres -A trust \
+    -E UTF8 --locale=C.UTF-8 >"$CLUSTER_DIR/initdb.log" 2>&1 || {
+    cat "$CLUSTER_DIR/initdb.log" >&2
+    return 1
+  }
+  {
+    echo "listen_addresses = ''"
+    echo "unix_socket_directories = '$CLUSTER_DIR'"
+    echo "port = 5432"
+    echo "max_connections = 120"
+    echo "max_prepared_transactions = 10"
+    echo "log_min_messages = warning"
+    local line
+    for line in "$@"; do echo "$line"; done
+  } >>"$CLUSTER_DIR/data/postgresql.conf"
+  as_server_user pg_ctl -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" \
+    -w -t 60 start >/dev/null
+  export PGHOST="$CLUSTER_DIR" PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
+  trap stop_cluster EXIT
+}
+
+stop_cluster() {
+  [ -n "${CLUSTER_DIR:-}" ] && [ -d "$CLUSTER_DIR/data" ] || return 0
+  as_server_user pg_ctl -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+  rm -rf "$CLUSTER_DIR"
+  CLUSTER_DIR=
+}

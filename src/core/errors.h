@@ -1,0 +1,54 @@
+// dlock's error type and the SQLSTATEs it raises.
+//
+// Pure C++: no PostgreSQL header may be included before or by this file.
+//
+// | SQLSTATE | condition                 | raised when                                        |
+// |----------|---------------------------|----------------------------------------------------|
+// | 22004    | null_value_not_allowed    | a required argument (name, ttl, timeout, token) is NULL |
+// | 22023    | invalid_parameter_value   | empty or over-long name/owner; ttl <= 0 or above dlock.max_ttl; negative timeout |
+// | 0A000    | feature_not_supported     | acquire() in a REPEATABLE READ or SERIALIZABLE transaction |
+// | 55P03    | lock_not_available        | acquire() waited its whole timeout                 |
+// | LD002    | dlock_lease_not_held      | renew() of a lease not held with that token; DETAIL says why |
+// | 53200    | out_of_memory             | the C++ allocator failed                           |
+// | XX000    | internal_error            | any other C++ exception (a bug)                    |
+//
+// The README's errors table lists the same codes.
+#pragma once
+#ifdef POSTGRES_H
+#error "src/core is plain C++ and must not see PostgreSQL headers"
+#endif
+
+#include <stdexcept>
+#include <string>
+
+namespace dlock {
+
+namespace sqlstate {
+inline constexpr char null_value_not_allowed[] = "22004";
+inline constexpr char invalid_parameter_value[] = "22023";
+inline constexpr char feature_not_supported[] = "0A000";
+inline constexpr char lock_not_available[] = "55P03";
+inline constexpr char lease_not_held[] = "LD002";
+inline constexpr char out_of_memory[] = "53200";
+inline constexpr char internal_error[] = "XX000";
+}  // namespace sqlstate
+
+// An error meant for the SQL caller: a five-character SQLSTATE, a primary
+// message in PostgreSQL's style (lower case, no trailing period), and
+// optional DETAIL and HINT.
+class Error : public std::runtime_error {
+ public:
+  Error(const char* sqlstate, const std::string& message,
+        std::string detail = {}, std::string hint = {});
+
+  const char* sqlstate() const noexcept { return sqlstate_; }
+  const std::string& detail() const noexcept { return detail_; }
+  const std::string& hint() const noexcept { return hint_; }
+
+ private:
+  char sqlstate_[6];
+  std::string detail_;
+  std::string hint_;
+};
+
+}  // namespace dlock

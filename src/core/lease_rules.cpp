@@ -1,0 +1,119 @@
+#include "lease_rules.h"
+
+#include <limits>
+#include <string>
+
+#include "errors.h"
+
+namespace dlock {
+
+namespace {
+
+bool add_overflows(Micros a, Micros b, Micros* out) {
+  return __builtin_add_overflow(a, b, out);
+}
+
+bool mul_overflows(Micros a, Micros b, Micros* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+
+}  // namespace
+
+Micros duration(const IntervalFields& interval, const char* what) {
+  Micros days = static_cast<Micros>(interval.months) * kDaysPerMonth +
+                interval.days;
+  Micros day_part;
+  Micros total;
+  if (mul_overflows(days, kMicrosPerDay, &day_part) ||
+      add_overflows(day_part, interval.time, &total)) {
+    throw Error(sqlstate::invalid_parameter_value,
+                std::string(what) + " is out of range");
+  }
+  return total;
+}
+
+void check_name(std::string_view name) {
+  if (name.empty()) {
+    throw Error(sqlstate::invalid_parameter_value,
+                "lease name must not be empty");
+  }
+  if (name.size() > kMaxNameBytes) {
+    throw Error(sqlstate::invalid_parameter_value, "lease name is too long",
+                "The name has " + std::to_string(name.size()) +
+                    " bytes; the limit is " + std::to_string(kMaxNameBytes) +
+                    ".");
+  }
+}
+
+void check_owner(std::string_view owner) {
+  if (owner.empty()) {
+    throw Error(sqlstate::invalid_parameter_value,
+                "lease owner must not be empty",
+                {}, "Pass NULL to use the session's default owner.");
+  }
+  if (owner.size() > kMaxOwnerBytes) {
+    throw Error(sqlstate::invalid_parameter_value, "lease owner is too long",
+                "The owner has " + std::to_string(owner.size()) +
+                    " bytes; the limit is " + std::to_string(kMaxOwnerBytes) +
+                    ".");
+  }
+}
+
+Micros check_ttl(const IntervalFields& ttl, Micros max_ttl) {
+  Micros us = duration(ttl, "ttl");
+  if (us <= 0) {
+    throw Error(sqlstate::invalid_parameter_value, "ttl must be positive");
+  }
+  if (us > max_ttl) {
+    throw Error(sqlstate::invalid_parameter_value,
+                "ttl exceeds dlock.max_ttl",
+                "The ttl is " + std::to_string(us / 1000) +
+                    " ms; dlock.max_ttl is " + std::to_string(max_ttl / 1000) +
+                    " ms.",
+                "Renew the lease before it expires instead of asking for a "
+                "longer ttl.");
+  }
+  return us;
+}
+
+Micros check_timeout(const IntervalFields& timeout) {
+  Micros us = duration(timeout, "timeout");
+  if (us < 0) {
+    throw Error(sqlstate::invalid_parameter_value,
+                "timeout must not be negative");
+  }
+  return us;
+}
+
+Grant decide_grant(const std::optional<LeaseRow>& row, Micros now) {
+  if (!row) return Grant::create;
+  if (!is_held(*row, now)) return Grant::new_token;
+  return row->same_owner ? Grant::same_token : Grant::busy;
+}
+
+NotHeld why_not_held(const std::optional<LeaseRow>& row, std::int64_t token,
+                     Micros now) {
+  if (!row || token > row->token) return NotHeld::never_granted;
+  if (token < row->token) return NotHeld::newer_token;
+  if (row->released) return NotHeld::released;
+  if (row->expires_at <= now) return NotHeld::expired;
+  return NotHeld::held;
+}
+
+const char* describe(NotHeld reason) {
+  switch (reason) {
+    case NotHeld::held:
+      return "The lease is held with this token";
+    case NotHeld::never_granted:
+      return "The lease was never granted with this token";
+    case NotHeld::released:
+      return "The lease was released";
+    case NotHeld::expired:
+      return "The lease expired";
+    case NotHeld::newer_token:
+      return "The lease was taken by a newer token";
+  }
+  return "unknown";
+}
+
+}  // namespace dlock

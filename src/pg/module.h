@@ -1,0 +1,17 @@
+// Module-wide state of the glue: settings and the release-commit rule.
+#pragma once
+
+#include "pg_glue.h"
+
+namespace dlock {
+
+// dlock.max_ttl, in milliseconds.
+extern int max_ttl_ms;
+
+// Called by release() after its write succeeded. If that write was the
+// first of the transaction, and nothing else writes WAL before commit, the
+// commit skips the WAL flush (synchronous_commit = off for that commit only):
+// a release lost in a crash only means the lease expires by its TTL.
+void note_release_write(bool was_first_write);
+
+}  // namespace dlock
