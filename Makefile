@@ -23,7 +23,7 @@ endif
 SHLIB_LINK = -lstdc++
 
 REGRESS = boundary lease_api lease_errors lease_isolation_levels
-ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait
+ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read
 ISOLATION_OPTS = --inputdir=test/isolation
 
 # PGXS would also compile every .cpp to LLVM bitcode with clang, dropping

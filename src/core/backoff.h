@@ -1,6 +1,6 @@
 // Sleep schedule for dlock.acquire(): capped exponential backoff with full
 // jitter (each sleep uniform in [ceiling/2, ceiling], the ceiling doubling
-// from `first` up to `max`), never sleeping past the holder's expiry or the
+// from `first` up to `max`; 2 ms and 100 ms by default), never sleeping past the holder's expiry or the
 // caller's deadline. Pure C++: the glue sleeps on the latch for what
 // next_sleep() returns.
 #pragma once
@@ -18,7 +18,7 @@ namespace dlock {
 class Backoff {
  public:
   static constexpr Micros kFirst = 2'000;   // 2 ms
-  static constexpr Micros kMax = 200'000;   // 200 ms
+  static constexpr Micros kMax = 100'000;   // 100 ms
   static constexpr Micros kMin = 500;       // never spin tighter than 0.5 ms
 
   Backoff(std::uint64_t seed, Micros first = kFirst, Micros max = kMax);
