@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs every dlock test suite on a fresh throwaway cluster: pg_regress and
+# isolation specs, GoogleTest unit tests and libpq stress tests, and the TAP
+# tests (crash and restart, each on clusters of their own).
+# Usage: bash scripts/test.sh   (as root, or as a user with sudo)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ensure_packages
+build_and_install DLOCK_TESTING=1
+start_cluster
+
+passed=0
+failed=0
+failed_names=""
+suite() {
+  local name=$1
+  shift
+  log "suite: $name"
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failed_names="$failed_names $name"
+  fi
+}
+
+regress() {
+  make -C "$DLOCK_ROOT" -s installcheck DLOCK_TESTING=1 || {
+    cat "$DLOCK_ROOT"/regression.diffs "$DLOCK_ROOT"/output_iso/regression.diffs 2>/dev/null | head -200
+    return 1
+  }
+}
+
+googletest() {
+  cmake -S "$DLOCK_ROOT" -B "$DLOCK_ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+    cmake --build "$DLOCK_ROOT/build" -j2 >/dev/null &&
+    (cd "$DLOCK_ROOT/build" && ctest --output-on-failure)
+}
+
+# PostgreSQL::Test::Cluster runs initdb itself, so the TAP tests run as the
+# server user, from a scratch directory that user owns.
+tap() {
+  local dir
+  dir=$(mktemp -d /tmp/dlock-tap.XXXXXX)
+  cp -r "$DLOCK_ROOT/test/tap" "$dir/t"
+  [ "$(id -u)" = 0 ] && chown -R postgres: "$dir"
+  local pgxs_test
+  pgxs_test=$(dirname "$(pg_config --pgxs)")/../../src/test
+  (cd "$dir" && as_server_user env PATH="$PATH" \
+    PERL5LIB="$pgxs_test/perl" PG_REGRESS="$pgxs_test/regress/pg_regress" \
+    prove t/*.pl) || {
+    tail -n 50 "$dir"/tmp_check/log/*.log 2>/dev/null
+    rm -rf "$dir"
+    return 1
+  }
+  rm -rf "$dir"
+}
+
+suite "pg_regress + isolation" regress
+suite "googletest (unit + libpq stress)" googletest
+suite "tap" tap
+
+if [ "$failed" -gt 0 ]; then
+  log "failed suites:$failed_names"
+fi
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
