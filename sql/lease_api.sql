@@ -105,6 +105,14 @@ SELECT token, owner, acquired_at >= :'frank_expires' AS after_expiry,
 SELECT regress.outcome($$SELECT dlock.acquire('queue', '5 s', '0 s', 'erin')$$) AS zero_timeout;
 SELECT token FROM dlock.acquire('queue', interval '5 s', interval '0 s', 'dave');
 
+-- statement_timeout (and cancel) interrupt the wait: 57014.
+SET statement_timeout = '200ms';
+\set VERBOSITY sqlstate
+SELECT dlock.acquire('queue', interval '5 s', interval '10 s', 'erin');
+\set VERBOSITY default
+RESET statement_timeout;
+SELECT owner FROM dlock.get('queue');
+
 -- dlock.max_ttl caps every grant and renewal.
 SET dlock.max_ttl = '1s';
 SHOW dlock.max_ttl;
