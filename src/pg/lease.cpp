@@ -162,7 +162,6 @@ const PlanSpec kPlans[kPlanCount] = {
      "           AND l.token OPERATOR(pg_catalog.=) $7"
      "           FOR UPDATE SKIP LOCKED)"
      "   AND s.owner OPERATOR(pg_catalog.=) $2"
-     "   AND s.acquired_by OPERATOR(pg_catalog.=) $3"
      "   AND s.released_at IS NULL"
      "   AND s.expires_at OPERATOR(pg_catalog.>) $4"
      " RETURNING s.token, s.acquired_at, s.expires_at",
@@ -271,7 +270,8 @@ void close_session(const Session& s) {
 
 // ---------------------------------------------------------------- leases
 
-// A lease row read with kRead; owner is copied into the caller's context.
+// A lease row read with kRead. owner lives in the current memory context,
+// which is SPI's: copy it before close_session() if it must outlive it.
 struct StoredLease {
   int64 token;
   const char* owner;
@@ -280,13 +280,12 @@ struct StoredLease {
   bool released;
 };
 
-std::optional<StoredLease> read_lease(const Session& s, const char* name) {
+std::optional<StoredLease> read_lease(const char* name) {
   Datum args[1] = {CStringGetTextDatum(name)};
   if (run(kRead, args, " ") == 0) return std::nullopt;
   StoredLease row;
   row.token = DatumGetInt64(column(1));
-  row.owner = MemoryContextStrdup(s.caller_cxt,
-                                  TextDatumGetCString(column(2)));
+  row.owner = TextDatumGetCString(column(2));
   row.acquired_at = DatumGetTimestampTz(column(3));
   row.expires_at = DatumGetTimestampTz(column(4));
   row.released = DatumGetBool(column(5));
@@ -335,7 +334,7 @@ struct Granted {
 // A busy lease costs one read: no WAL, no row lock.
 bool attempt_grant(const Session& s, const Request& req, Granted* out,
                    Micros* holder_left) {
-  std::optional<StoredLease> row = read_lease(s, req.name);
+  std::optional<StoredLease> row = read_lease(req.name);
   Micros now = GetCurrentTimestamp();
   Grant grant = decide_grant(rules_view(row, req.owner), now);
   *holder_left = 0;
@@ -431,13 +430,17 @@ DLOCK_FUNCTION(dlock_acquire) {
   Micros deadline = GetCurrentTimestamp() + timeout;
   Backoff backoff(static_cast<uint64_t>(MyProcPid) ^
                   static_cast<uint64_t>(GetCurrentTimestamp()));
-  Session s = open_session();
   Granted g;
-  Micros holder_left;
-  while (!attempt_grant(s, req, &g, &holder_left)) {
+  for (;;) {
+    // One SPI connection per attempt: closing it frees what the attempt
+    // allocated, however long the wait.
+    Session s = open_session();
+    Micros holder_left;
+    bool granted = attempt_grant(s, req, &g, &holder_left);
+    close_session(s);
+    if (granted) break;
     Micros now = GetCurrentTimestamp();
     if (now >= deadline) {
-      close_session(s);
       throw Error(sqlstate::lock_not_available,
                   std::string("could not acquire lease \"") + req.name +
                       "\" within the timeout",
@@ -450,7 +453,6 @@ DLOCK_FUNCTION(dlock_acquire) {
     ResetLatch(MyLatch);
     CHECK_FOR_INTERRUPTS();
   }
-  close_session(s);
   return granted_datum(fcinfo, req, g);
 }
 
@@ -476,7 +478,7 @@ DLOCK_FUNCTION(dlock_renew) {
     close_session(s);
     return lease_datum(fcinfo, name, owner, token, acquired_at, expires_at);
   }
-  std::optional<StoredLease> row = read_lease(s, name);
+  std::optional<StoredLease> row = read_lease(name);
   NotHeld why = why_not_held(rules_view(row, nullptr), token, now);
   close_session(s);
   throw Error(sqlstate::lease_not_held,
@@ -508,8 +510,9 @@ DLOCK_FUNCTION(dlock_get) {
   const char* name = required_text(fcinfo, 0, "lease name");
   check_name(name);
   Session s = open_session();
-  std::optional<StoredLease> row = read_lease(s, name);
+  std::optional<StoredLease> row = read_lease(name);
   Micros now = GetCurrentTimestamp();
+  if (row) row->owner = MemoryContextStrdup(s.caller_cxt, row->owner);
   close_session(s);
   if (!row || !is_held(*rules_view(row, nullptr), now)) PG_RETURN_NULL();
   return lease_datum(fcinfo, name, row->owner, row->token, row->acquired_at,
