@@ -299,11 +299,12 @@ std::optional<LeaseRow> rules_view(const std::optional<StoredLease>& row,
                   owner != nullptr && strcmp(row->owner, owner) == 0};
 }
 
-// Takes the lease's grant gate for the rest of the transaction, if free.
-// Grants of one name are serialised by it, so two transactions can never
-// both create the same lease; a gate held by another transaction means a
-// grant of this lease is in flight, and the caller does not wait.
-bool try_gate(const char* name) {
+// The lease's grant gate: an advisory lock in dlock's own key space, held
+// to the end of a transaction that grants the lease. Grants of one name are
+// serialised by it, so two transactions can never both create the same
+// lease; a gate held by another transaction means a grant of this lease is
+// in flight, and the caller does not wait.
+LOCKTAG gate_tag(const char* name) {
   uint8 digest[32];
   pg_cryptohash_ctx* ctx = pg_cryptohash_create(PG_SHA256);
   if (pg_cryptohash_init(ctx) < 0 ||
@@ -320,7 +321,7 @@ bool try_gate(const char* name) {
               (uint32(digest[6]) << 8) | digest[7];
   LOCKTAG tag;
   SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, hi, lo, kGateKeySpace);
-  return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+  return tag;
 }
 
 struct Granted {
@@ -342,7 +343,10 @@ bool attempt_grant(const Session& s, const Request& req, Granted* out,
     *holder_left = row->expires_at - now;
     return false;
   }
-  if (!try_gate(req.name)) return false;
+  LOCKTAG gate = gate_tag(req.name);
+  if (LockAcquire(&gate, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL) {
+    return false;
+  }
 
   NameData role;
   namestrcpy(&role, GetUserNameFromId(s.caller, false));
@@ -359,7 +363,12 @@ bool attempt_grant(const Session& s, const Request& req, Granted* out,
   PlanId id = grant == Grant::create     ? kInsert
               : grant == Grant::new_token ? kTake
                                           : kExtend;
-  if (run(id, args, "       ") != 1) return false;  // lost a race
+  if (run(id, args, "       ") != 1) {
+    // Lost a race (the row changed or is locked): nothing was granted, so
+    // do not keep others from granting it for the rest of the transaction.
+    LockRelease(&gate, ExclusiveLock, false);
+    return false;
+  }
   out->token = DatumGetInt64(column(1));
   out->acquired_at = DatumGetTimestampTz(column(2));
   out->expires_at = DatumGetTimestampTz(column(3));
