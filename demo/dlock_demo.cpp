@@ -1,0 +1,655 @@
+// dlock demo: six worker processes race for the lease "nightly-report".
+//
+// Each worker loops: wait for the lease with dlock.acquire(), record the
+// hold in dlock_demo.holds (in the grant's own transaction, so a recorded
+// hold and a granted lease are the same thing), work 100-400 ms, release
+// and record how the hold ended. Midway, the director (the parent process)
+// finds the current holder in dlock.leases and disrupts it: a scene. The
+// one scene here kills the holder with SIGKILL; its lease stays held until
+// it expires on the server clock, and only then does another worker take
+// over, with a higher token.
+//
+// At the end the director prints the timeline, the dlock.leases view and
+// checks computed by SQL from the holds table, and exits non-zero if one
+// fails.
+//
+// Adding a scene (e.g. a paused holder: SIGSTOP in play(), SIGCONT in
+// after_takeover()) means one more entry in scenes(): the director already
+// finds a fresh holder and waits for the takeover, and a worker whose
+// release returns false records its hold as 'lost', which the timeline and
+// the checks treat like a killed hold (it ended at its expiry).
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <new>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pg_client.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr char kLease[] = "nightly-report";
+constexpr char kTtl[] = "2 s";            // lease time-to-live
+constexpr char kWaitTimeout[] = "1 s";    // how long one acquire() waits
+constexpr int kWorkers = 6;
+constexpr auto kRunFor = milliseconds(13'000);
+constexpr int kWorkMinMs = 100;
+constexpr int kWorkMaxMs = 400;
+// The director disrupts a holder only this soon after its work began, so
+// the holder is sure to be still working (kWorkMinMs) when hit.
+constexpr auto kFreshHold = milliseconds(40);
+
+std::string worker_name(int id) { return "worker-" + std::to_string(id); }
+
+std::string app_name(int id) { return "dlock-demo " + worker_name(id); }
+
+// ------------------------------------------------------------------ shared
+// What each worker is doing, in memory shared by all processes (lock-free
+// atomics work across processes). Slot 0 is unused; workers are 1..kWorkers.
+
+struct Slot {
+  std::atomic<std::int64_t> token{0};          // held while working, else 0
+  std::atomic<std::int64_t> work_began_ns{0};  // steady clock
+};
+
+struct Shared {
+  Slot slots[kWorkers + 1];
+};
+
+Shared* map_shared() {
+  void* p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    std::perror("mmap");
+    std::exit(2);
+  }
+  return new (p) Shared();
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             Clock::now().time_since_epoch())
+      .count();
+}
+
+// ------------------------------------------------------------------ worker
+
+volatile sig_atomic_t g_stop = 0;
+pid_t g_director = 0;  // set before the workers are forked
+
+void on_sigterm(int) { g_stop = 1; }
+
+void run_worker(int id, Slot& slot) {
+  struct sigaction sa = {};
+  sa.sa_handler = on_sigterm;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  // Stop too if the director dies; it may have died before this call.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != g_director) g_stop = 1;
+
+  // Opened after the fork: a libpq connection must never be shared
+  // between processes.
+  pgc::Connection c("application_name='" + app_name(id) + "'");
+  c.exec("SET client_min_messages = warning");
+  const std::string owner = worker_name(id);
+  std::mt19937 rng(static_cast<unsigned>(getpid()));
+  std::uniform_int_distribution<int> work_ms(kWorkMinMs, kWorkMaxMs);
+  std::uniform_int_distribution<int> rest_ms(50, 150);
+
+  while (!g_stop) {
+    // Grant and record in one transaction: if this process dies before
+    // COMMIT, neither the lease nor the record exists.
+    c.exec("BEGIN");
+    pgc::Result lease = c.try_exec(
+        "SELECT l.token, l.acquired_at, l.expires_at"
+        "  FROM dlock.acquire($1, $2::interval, $3::interval, $4) AS l",
+        kLease, kTtl, kWaitTimeout, owner);
+    if (!lease.ok()) {
+      c.exec("ROLLBACK");
+      if (lease.sqlstate() == "55P03") continue;  // still busy: ask again
+      throw pgc::PgError(lease.sqlstate(), lease.error());
+    }
+    const std::string token = lease.value(0, 0);
+    c.exec(
+        "INSERT INTO dlock_demo.holds (worker, token, acquired_at, expires_at)"
+        " VALUES ($1, $2::bigint, $3::timestamptz, $4::timestamptz)",
+        id, token, lease.value(0, 1), lease.value(0, 2));
+    c.exec("COMMIT");
+
+    slot.token = std::stoll(token);
+    slot.work_began_ns = now_ns();
+    std::this_thread::sleep_for(milliseconds(work_ms(rng)));
+    slot.token = 0;
+
+    c.exec("BEGIN");
+    bool released =
+        c.exec("SELECT dlock.release($1, $2::bigint)", kLease, token)
+            .boolean(0, 0);
+    // A false release means the lease was lost while working (it expired
+    // and may have been taken over): the hold ended at its expiry.
+    c.exec(
+        "UPDATE dlock_demo.holds"
+        "   SET ended = CASE WHEN $2::boolean THEN 'released' ELSE 'lost' END,"
+        "       released_at = (SELECT l.released_at FROM dlock.leases AS l"
+        "                       WHERE l.name = $3 AND l.token = $1::bigint"
+        "                         AND $2::boolean)"
+        " WHERE token = $1::bigint",
+        token, released, kLease);
+    c.exec("COMMIT");
+    std::this_thread::sleep_for(milliseconds(rest_ms(rng)));
+  }
+}
+
+// Runs in the forked child and never returns: _exit() skips the parent's
+// atexit handlers and stdio buffers, which belong to the parent.
+[[noreturn]] void worker_main(int id, Slot& slot) {
+  int code = 0;
+  try {
+    run_worker(id, slot);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", worker_name(id).c_str(), e.what());
+    code = 1;
+  }
+  _exit(code);
+}
+
+// ------------------------------------------------------------------ director
+
+struct Worker {
+  int id = 0;
+  pid_t pid = 0;
+  bool running = false;
+  bool killed_by_scene = false;
+  bool forced = false;  // did not stop when asked
+  int status = 0;       // from waitpid, once it has ended
+};
+
+// The holder a scene acts on.
+struct Holder {
+  int worker = 0;
+  std::int64_t token = 0;
+};
+
+class Director;
+
+// A disruption of the current holder. play() returns true if it hit a
+// holder while it held the lease; the director then waits for another
+// worker to take over and runs after_takeover(), if any.
+struct Scene {
+  const char* title;
+  milliseconds at;  // earliest start, from the beginning of the run
+  bool (Director::*play)(const Holder&);
+  void (Director::*after_takeover)(const Holder&);
+};
+
+class Director {
+ public:
+  Director(Shared& shared, std::string t0)
+      : shared_(shared), t0_(std::move(t0)), began_(Clock::now()) {}
+  Director(const Director&) = delete;
+  Director& operator=(const Director&) = delete;
+  // If the director fails midway, no worker outlives it.
+  ~Director() {
+    for (Worker& w : workers_) {
+      if (!w.running) continue;
+      kill(w.pid, SIGKILL);
+      waitpid(w.pid, &w.status, 0);
+    }
+  }
+
+  int run();
+
+ private:
+  std::vector<Scene> scenes() const {
+    return {{"a holder dies: SIGKILL while it holds the lease",
+             milliseconds(4'500), &Director::kill_holder, nullptr}};
+  }
+
+  void start_workers();
+  void stop_workers();
+  bool find_fresh_holder(Holder& out, milliseconds give_up_after);
+  bool kill_holder(const Holder& victim);
+  void wait_for_backend_exit(int worker);
+  void wait_for_takeover(const Holder& victim);
+
+  void print_timeline();
+  void print_leases_view();
+  bool run_checks();
+
+  // Seconds since the run began, for live messages.
+  double elapsed() const {
+    return std::chrono::duration<double>(Clock::now() - began_).count();
+  }
+  void say(const std::string& what) const {
+    std::printf("  [%5.2f s] %s\n", elapsed(), what.c_str());
+    std::fflush(stdout);
+  }
+  // A server timestamp as seconds after the run began, e.g. "+6.613 s".
+  std::string offset(const std::string& ts) {
+    return "+" +
+           db_->exec("SELECT to_char(extract(epoch FROM $1::timestamptz"
+                     " - $2::timestamptz), 'FM990.000')",
+                     ts, t0_)
+               .value(0, 0) +
+           " s";
+  }
+
+  Shared& shared_;
+  std::string t0_;  // server clock at the start; timeline offsets use it
+  Clock::time_point began_;
+  std::vector<Worker> workers_;
+  std::optional<pgc::Connection> db_;
+  int scenes_hit_ = 0;
+  int scenes_planned_ = 0;
+};
+
+void Director::start_workers() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  g_director = getpid();
+  for (int id = 1; id <= kWorkers; ++id) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("fork");
+      std::exit(2);
+    }
+    if (pid == 0) worker_main(id, shared_.slots[id]);
+    Worker w;
+    w.id = id;
+    w.pid = pid;
+    w.running = true;
+    workers_.push_back(w);
+  }
+  std::string pids;
+  for (const Worker& w : workers_) pids += " " + std::to_string(w.pid);
+  say("started " + worker_name(1) + " .. " + worker_name(kWorkers) +
+      ", pids" + pids);
+}
+
+// The current holder, once it is at most kFreshHold into its work. The
+// dlock.leases view says who holds the lease (owner "worker-N"); the
+// worker's slot says how long ago it began working.
+bool Director::find_fresh_holder(Holder& out, milliseconds give_up_after) {
+  auto give_up = Clock::now() + give_up_after;
+  while (Clock::now() < give_up) {
+    pgc::Result r = db_->exec(
+        "SELECT owner, token FROM dlock.leases"
+        " WHERE name = $1 AND state = 'held'",
+        kLease);
+    if (r.rows() == 1) {
+      const std::string owner = r.value(0, 0);
+      const std::int64_t token = r.int64(0, 1);
+      for (const Worker& w : workers_) {
+        const Slot& slot = shared_.slots[w.id];
+        if (w.running && owner == worker_name(w.id) && slot.token == token &&
+            now_ns() - slot.work_began_ns <
+                std::chrono::nanoseconds(kFreshHold).count()) {
+          out = Holder{w.id, token};
+          return true;
+        }
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  return false;
+}
+
+// Scene: SIGKILL the holder. Nothing releases its lease; it must expire.
+bool Director::kill_holder(const Holder& victim) {
+  Worker& w = workers_[victim.worker - 1];
+  w.killed_by_scene = true;
+  kill(w.pid, SIGKILL);
+  waitpid(w.pid, &w.status, 0);
+  w.running = false;
+  // The server notices the lost client on its own; wait for that so that
+  // nothing the worker sent can still change the lease or its record.
+  wait_for_backend_exit(w.id);
+
+  pgc::Result lease = db_->exec(
+      "SELECT token, state, expires_at FROM dlock.leases WHERE name = $1",
+      kLease);
+  bool still_held = lease.rows() == 1 && lease.int64(0, 0) == victim.token &&
+                    lease.value(0, 1) == "held";
+  std::int64_t marked =
+      db_->exec(
+             "UPDATE dlock_demo.holds SET ended = 'killed'"
+             " WHERE token = $1 AND ended IS NULL",
+             victim.token)
+          .affected();
+  if (!still_held || marked != 1) {
+    say(worker_name(w.id) + " had already let go of token " +
+        std::to_string(victim.token) + " when it died");
+    return false;
+  }
+  say(worker_name(w.id) + " (pid " + std::to_string(w.pid) +
+      ") killed with SIGKILL while holding token " +
+      std::to_string(victim.token));
+  say("its lease is not released: it stays held until it expires at " +
+      offset(lease.value(0, 2)));
+  return true;
+}
+
+void Director::wait_for_backend_exit(int worker) {
+  auto give_up = Clock::now() + milliseconds(5'000);
+  while (Clock::now() < give_up) {
+    if (db_->exec("SELECT count(*) FROM pg_stat_activity"
+                  " WHERE application_name = $1",
+                  app_name(worker))
+            .int64(0, 0) == 0) {
+      return;
+    }
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  say("warning: the server still serves " + worker_name(worker) +
+      "'s connection");
+}
+
+void Director::wait_for_takeover(const Holder& victim) {
+  auto give_up = Clock::now() + milliseconds(5'000);
+  while (Clock::now() < give_up) {
+    pgc::Result r = db_->exec(
+        "SELECT owner, token, acquired_at FROM dlock.leases"
+        " WHERE name = $1 AND token > $2",
+        kLease, victim.token);
+    if (r.rows() == 1) {
+      say(r.value(0, 0) + " took over with token " + r.value(0, 1) + " at " +
+          offset(r.value(0, 2)));
+      return;
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  say("nobody took over within 5 s");
+}
+
+void Director::stop_workers() {
+  say("time is up: asking the workers to finish their current hold and stop");
+  for (const Worker& w : workers_) {
+    if (w.running) kill(w.pid, SIGTERM);
+  }
+  auto give_up = Clock::now() + milliseconds(10'000);
+  for (Worker& w : workers_) {
+    while (w.running) {
+      pid_t done = waitpid(w.pid, &w.status, WNOHANG);
+      if (done == w.pid) {
+        w.running = false;
+      } else if (Clock::now() > give_up) {
+        say(worker_name(w.id) + " does not stop; killing it");
+        kill(w.pid, SIGKILL);
+        waitpid(w.pid, &w.status, 0);
+        w.running = false;
+        w.forced = true;
+      } else {
+        std::this_thread::sleep_for(milliseconds(10));
+      }
+    }
+  }
+}
+
+int Director::run() {
+  std::printf(
+      "\n%d worker processes race for lease \"%s\" (ttl %s) for %lld s.\n"
+      "Each holder works 100-400 ms, records its hold and releases.\n\n",
+      kWorkers, kLease, kTtl,
+      static_cast<long long>(kRunFor.count() / 1000));
+  start_workers();
+  db_.emplace("application_name='dlock-demo director'");
+  db_->exec("SET client_min_messages = warning");
+
+  for (const Scene& scene : scenes()) {
+    ++scenes_planned_;
+    std::this_thread::sleep_until(began_ + scene.at);
+    say("scene: " + std::string(scene.title));
+    Holder victim;
+    bool hit = false;
+    for (int attempt = 0; attempt < 3 && !hit; ++attempt) {
+      if (!find_fresh_holder(victim, milliseconds(3'000))) break;
+      say("dlock.leases: " + worker_name(victim.worker) +
+          " holds the lease with token " + std::to_string(victim.token));
+      hit = (this->*scene.play)(victim);
+    }
+    if (hit) {
+      ++scenes_hit_;
+      wait_for_takeover(victim);
+      if (scene.after_takeover) (this->*scene.after_takeover)(victim);
+    } else {
+      say("the scene found no holder to act on");
+    }
+  }
+
+  std::this_thread::sleep_until(began_ + kRunFor);
+  stop_workers();
+
+  print_timeline();
+  print_leases_view();
+  bool ok = run_checks();
+
+  // Workers that were not killed by a scene must have exited cleanly.
+  for (const Worker& w : workers_) {
+    bool clean = WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0;
+    if (!w.killed_by_scene && (w.forced || !clean)) {
+      std::printf("  [FAILED] %s ended abnormally (see its message above)\n",
+                  worker_name(w.id).c_str());
+      ok = false;
+    }
+  }
+  std::printf("\n%s\n", ok ? "All checks passed." : "SOME CHECKS FAILED.");
+  return ok ? 0 : 1;
+}
+
+void Director::print_timeline() {
+  pgc::Result r = db_->exec(
+      "SELECT worker, token,"
+      "       to_char(extract(epoch FROM acquired_at - $1::timestamptz),"
+      "               'FM990.000'),"
+      "       to_char(extract(epoch FROM coalesce(released_at, expires_at)"
+      "                                 - acquired_at), 'FM990.000'),"
+      "       coalesce(ended, 'still held'),"
+      "       to_char(extract(epoch FROM expires_at - $1::timestamptz),"
+      "               'FM990.000'),"
+      "       lag(worker) OVER w, lag(ended) OVER w"
+      "  FROM dlock_demo.holds WINDOW w AS (ORDER BY token)"
+      " ORDER BY token",
+      t0_);
+  std::printf("\nTimeline of lease \"%s\" (seconds since the start, server "
+              "clock)\n\n",
+              kLease);
+  std::printf("  %9s  %-9s  %6s  %8s  %s\n", "acquired", "holder", "token",
+              "held", "how the hold ended");
+  std::printf("  %9s  %-9s  %6s  %8s  %s\n", "---------", "---------",
+              "------", "--------", "------------------");
+  for (int i = 0; i < r.rows(); ++i) {
+    std::string ended = r.value(i, 4);
+    std::string how = ended;
+    if (ended == "killed") {
+      how = "killed (SIGKILL); lease expired at +" + r.value(i, 5) + " s";
+    } else if (ended == "lost") {
+      how = "lost: release came too late; lease expired at +" +
+            r.value(i, 5) + " s";
+    }
+    std::string prev = r.value(i, 7);
+    if (prev == "killed" || prev == "lost") {
+      how += "   <- took over from worker-" + r.value(i, 6);
+    }
+    std::printf("  %+8.3fs  worker-%-2s  %6s  %7ss  %s\n",
+                std::stod(r.value(i, 2)), r.value(i, 0).c_str(),
+                r.value(i, 1).c_str(), r.value(i, 3).c_str(), how.c_str());
+  }
+}
+
+void Director::print_leases_view() {
+  pgc::Result r = db_->exec(
+      "SELECT name, owner, token, state,"
+      "       to_char(acquired_at, 'HH24:MI:SS.MS') AS acquired_at,"
+      "       to_char(expires_at, 'HH24:MI:SS.MS') AS expires_at,"
+      "       valid_for, ttl,"
+      "       to_char(released_at, 'HH24:MI:SS.MS') AS released_at,"
+      "       acquired_by"
+      "  FROM dlock.leases WHERE name = $1",
+      kLease);
+  std::printf("\nSELECT * FROM dlock.leases;   (times of day, server clock)\n\n");
+  std::vector<std::size_t> width(r.cols());
+  for (int c = 0; c < r.cols(); ++c) {
+    width[c] = std::string(PQfname(r.get(), c)).size();
+    for (int i = 0; i < r.rows(); ++i) {
+      width[c] = std::max(width[c], r.value(i, c).size());
+    }
+  }
+  // Laid out like psql's aligned format.
+  auto line = [&](auto cell, char pad, const char* sep) {
+    std::string out = "  ";
+    for (int c = 0; c < r.cols(); ++c) {
+      std::string v = cell(c);
+      out += (c ? sep : "") + std::string(1, pad) + v +
+             std::string(width[c] - v.size() + 1, pad);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    std::printf("%s\n", out.c_str());
+  };
+  line([&](int c) { return std::string(PQfname(r.get(), c)); }, ' ', "|");
+  line([&](int) { return std::string(); }, '-', "+");
+  for (int i = 0; i < r.rows(); ++i) {
+    line([&](int c) { return r.value(i, c); }, ' ', "|");
+  }
+  std::printf("  (%d row%s)\n", r.rows(), r.rows() == 1 ? "" : "s");
+}
+
+bool Director::run_checks() {
+  std::printf("\nChecks, computed by SQL from dlock_demo.holds\n\n");
+  bool all_ok = true;
+  auto check = [&](bool ok, const std::string& what) {
+    std::printf("  [%s] %s\n", ok ? "ok" : "FAILED", what.c_str());
+    all_ok = all_ok && ok;
+  };
+
+  // A hold ends when it is released; a hold that was never released
+  // (killed, or lost) ends when its lease expires.
+  pgc::Result s = db_->exec(
+      "WITH h AS ("
+      "  SELECT token, acquired_at, ended,"
+      "         CASE WHEN ended = 'released' THEN released_at"
+      "              ELSE expires_at END AS hold_end"
+      "    FROM dlock_demo.holds),"
+      " o AS ("
+      "  SELECT h.*, lag(hold_end) OVER w AS prev_end,"
+      "         lag(token) OVER w AS prev_token"
+      "    FROM h WINDOW w AS (ORDER BY acquired_at, token))"
+      " SELECT count(*),"
+      "        count(*) FILTER (WHERE acquired_at < prev_end"
+      "                            OR hold_end IS NULL),"
+      "        count(*) FILTER (WHERE token <= prev_token),"
+      "        count(*) FILTER (WHERE ended IS DISTINCT FROM 'released'),"
+      "        min(token), max(token)"
+      "   FROM o");
+  const std::int64_t holds = s.int64(0, 0);
+  const std::int64_t overlaps = s.int64(0, 1);
+  const std::int64_t regressions = s.int64(0, 2);
+  const std::int64_t unreleased = s.int64(0, 3);
+  check(holds >= 2 && overlaps == 0,
+        std::to_string(holds) + " holds, " + std::to_string(overlaps) +
+            " overlapping: each began at or after the previous one ended");
+  check(holds >= 2 && regressions == 0,
+        "tokens strictly increased in the order the holds began (" +
+            (holds ? s.value(0, 4) + " .. " + s.value(0, 5) : "none") + ")");
+
+  // Every disrupted hold: the next hold began only after its lease expired.
+  pgc::Result k = db_->exec(
+      "SELECT k.worker, k.token, k.ended,"
+      "       to_char(extract(epoch FROM k.expires_at - $1::timestamptz),"
+      "               'FM990.000'),"
+      "       n.worker, n.token,"
+      "       to_char(extract(epoch FROM n.acquired_at - $1::timestamptz),"
+      "               'FM990.000'),"
+      "       round(extract(epoch FROM n.acquired_at - k.expires_at) * 1000)"
+      "         ::bigint,"
+      "       n.token IS NOT NULL AND n.acquired_at >= k.expires_at"
+      "                           AND n.token > k.token"
+      "  FROM dlock_demo.holds AS k"
+      "  LEFT JOIN LATERAL (SELECT * FROM dlock_demo.holds AS x"
+      "                      WHERE x.token > k.token"
+      "                      ORDER BY x.token LIMIT 1) AS n ON true"
+      " WHERE k.ended IS DISTINCT FROM 'released'"
+      " ORDER BY k.token",
+      t0_);
+  for (int i = 0; i < k.rows(); ++i) {
+    if (k.isnull(i, 5)) {
+      check(false, "worker-" + k.value(i, 0) + "'s hold (token " +
+                       k.value(i, 1) + ", " + k.value(i, 2) +
+                       ") was never taken over");
+      continue;
+    }
+    const std::int64_t gap_ms = k.int64(i, 7);
+    check(k.boolean(i, 8),
+          "worker-" + k.value(i, 0) + " was " + k.value(i, 2) +
+              " holding token " + k.value(i, 1) +
+              "; its lease expired at +" + k.value(i, 3) + " s and worker-" +
+              k.value(i, 4) + " took over at +" + k.value(i, 6) +
+              " s with token " + k.value(i, 5) + " (" +
+              std::to_string(gap_ms < 0 ? -gap_ms : gap_ms) + " ms " +
+              (gap_ms < 0 ? "BEFORE" : "after") + " the expiry)");
+  }
+  check(scenes_hit_ == scenes_planned_,
+        "scenes that hit a holder while it held the lease: " +
+            std::to_string(scenes_hit_) + " of " +
+            std::to_string(scenes_planned_));
+  check(unreleased == scenes_hit_,
+        "every hold not hit by a scene ended with a successful release (" +
+            std::to_string(holds - unreleased) + " released, " +
+            std::to_string(unreleased) + " not)");
+  return all_ok;
+}
+
+// Creates the demo's table afresh and returns the server clock at the
+// start. Uses its own connection, closed before any fork.
+std::string set_up_database() {
+  pgc::Connection c;
+  c.exec("SET client_min_messages = warning");
+  pgc::Result ext = c.exec(
+      "SELECT count(*) FROM pg_extension WHERE extname = 'dlock'");
+  if (ext.int64(0, 0) != 1) {
+    throw pgc::PgError("", "the dlock extension is not installed in this "
+                           "database; run CREATE EXTENSION dlock first");
+  }
+  c.exec("DROP SCHEMA IF EXISTS dlock_demo CASCADE");
+  c.exec("CREATE SCHEMA dlock_demo");
+  c.exec(
+      "CREATE TABLE dlock_demo.holds ("
+      "  token       bigint PRIMARY KEY,"
+      "  worker      int NOT NULL,"
+      "  acquired_at timestamptz NOT NULL,"
+      "  expires_at  timestamptz NOT NULL,"
+      "  released_at timestamptz,"
+      "  ended       text CHECK (ended IN ('released', 'killed', 'lost')))");
+  return c.exec("SELECT clock_timestamp()").value(0, 0);
+}
+
+}  // namespace
+
+int main() {
+  try {
+    std::string t0 = set_up_database();
+    Shared* shared = map_shared();
+    Director director(*shared, t0);
+    return director.run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dlock_demo: %s\n", e.what());
+    return 2;
+  }
+}

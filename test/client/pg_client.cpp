@@ -1,0 +1,166 @@
+#include "pg_client.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace pgc {
+
+namespace {
+
+// libpq's messages end with a newline; exceptions read better without it.
+std::string trimmed(const char* message) {
+  std::string s = message ? message : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Result
+
+Result::Result(PGresult* res, std::string fallback_error)
+    : res_(res), fallback_error_(std::move(fallback_error)) {}
+
+Result::~Result() {
+  if (res_) PQclear(res_);
+}
+
+Result::Result(Result&& other) noexcept
+    : res_(std::exchange(other.res_, nullptr)),
+      fallback_error_(std::move(other.fallback_error_)) {}
+
+Result& Result::operator=(Result&& other) noexcept {
+  if (this != &other) {
+    if (res_) PQclear(res_);
+    res_ = std::exchange(other.res_, nullptr);
+    fallback_error_ = std::move(other.fallback_error_);
+  }
+  return *this;
+}
+
+bool Result::ok() const {
+  if (!res_) return false;
+  ExecStatusType st = PQresultStatus(res_);
+  return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+}
+
+std::string Result::sqlstate() const {
+  if (!res_) return "";
+  const char* code = PQresultErrorField(res_, PG_DIAG_SQLSTATE);
+  return code ? code : "";
+}
+
+std::string Result::error() const {
+  if (!res_) return fallback_error_;
+  std::string message = trimmed(PQresultErrorMessage(res_));
+  return message.empty() ? fallback_error_ : message;
+}
+
+int Result::rows() const { return res_ ? PQntuples(res_) : 0; }
+
+int Result::cols() const { return res_ ? PQnfields(res_) : 0; }
+
+void Result::check_field(int row, int col) const {
+  if (row < 0 || row >= rows() || col < 0 || col >= cols()) {
+    throw PgError("", "field (" + std::to_string(row) + ", " +
+                          std::to_string(col) + ") is out of range");
+  }
+}
+
+bool Result::isnull(int row, int col) const {
+  check_field(row, col);
+  return PQgetisnull(res_, row, col) == 1;
+}
+
+std::string Result::value(int row, int col) const {
+  check_field(row, col);
+  return PQgetvalue(res_, row, col);
+}
+
+std::int64_t Result::int64(int row, int col) const {
+  if (isnull(row, col)) {
+    throw PgError("", "expected a number, got NULL in column " +
+                          std::string(PQfname(res_, col)));
+  }
+  const char* text = PQgetvalue(res_, row, col);
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0') {
+    throw PgError("", "expected a whole number, got \"" + std::string(text) +
+                          "\" in column " + PQfname(res_, col));
+  }
+  return v;
+}
+
+bool Result::boolean(int row, int col) const {
+  if (isnull(row, col)) {
+    throw PgError("", "expected a boolean, got NULL in column " +
+                          std::string(PQfname(res_, col)));
+  }
+  const char* text = PQgetvalue(res_, row, col);
+  if (std::strcmp(text, "t") == 0) return true;
+  if (std::strcmp(text, "f") == 0) return false;
+  throw PgError("", "expected a boolean, got \"" + std::string(text) +
+                        "\" in column " + PQfname(res_, col));
+}
+
+std::int64_t Result::affected() const {
+  const char* n = res_ ? PQcmdTuples(res_) : "";
+  return (n && *n) ? std::strtoll(n, nullptr, 10) : 0;
+}
+
+// ---------------------------------------------------------------- Connection
+
+Connection::Connection(const std::string& conninfo)
+    : conn_(PQconnectdb(conninfo.c_str())) {
+  if (!conn_) throw PgError("", "out of memory allocating a connection");
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    std::string message = trimmed(PQerrorMessage(conn_));
+    close();
+    // 08001: the client could not establish the connection.
+    throw PgError("08001", "could not connect: " + message);
+  }
+}
+
+Connection::~Connection() { close(); }
+
+Connection::Connection(Connection&& other) noexcept
+    : conn_(std::exchange(other.conn_, nullptr)) {}
+
+Connection& Connection::operator=(Connection&& other) noexcept {
+  if (this != &other) {
+    close();
+    conn_ = std::exchange(other.conn_, nullptr);
+  }
+  return *this;
+}
+
+void Connection::close() noexcept {
+  if (conn_) PQfinish(conn_);
+  conn_ = nullptr;
+}
+
+Result Connection::run(const std::string& sql, const std::vector<Param>& params,
+                       bool throw_on_error) {
+  if (!conn_) throw PgError("", "connection is closed (moved from)");
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
+  // Null types, lengths and formats: every parameter is text and the server
+  // infers its type from the statement; results come back as text.
+  PGresult* res = PQexecParams(conn_, sql.c_str(),
+                               static_cast<int>(values.size()), nullptr,
+                               values.data(), nullptr, nullptr, 0);
+  // Read the connection's message only after the call that may set it.
+  Result result(res, trimmed(PQerrorMessage(conn_)));
+  if (throw_on_error && !result.ok()) {
+    throw PgError(result.sqlstate(), result.error());
+  }
+  return result;
+}
+
+int Connection::backend_pid() const { return conn_ ? PQbackendPID(conn_) : 0; }
+
+}  // namespace pgc

@@ -1,0 +1,341 @@
+// Stress tests for dlock against a live server (PGHOST/PGPORT/PGDATABASE).
+//
+// Many clients, each on its own connection, race for a few leases. Every
+// granted hold does a read-modify-write of a per-name counter (which loses
+// updates if two holds ever overlap), then releases the lease and writes an
+// audit row in the same transaction. Afterwards the audit table must show,
+// per name, a single line of holds: tokens strictly increasing, each hold
+// starting no earlier than the previous one ended, and exactly as many holds
+// as the clients were granted.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pg_client.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kTtl[] = "5 s";
+// Errors kept per client for the failure message; the count is exact.
+constexpr std::size_t kErrorsKept = 5;
+
+// How a client asks for the lease.
+enum class Mode { try_acquire, acquire };
+
+struct Config {
+  Mode mode;
+  int clients;
+  int cycles;
+  std::vector<std::string> names;
+  const char* acquire_timeout;  // Mode::acquire only
+};
+
+// What one client saw. Written only by its own thread.
+struct ClientStats {
+  std::map<std::string, std::int64_t> grants;  // per lease name
+  std::int64_t busy = 0;            // try_acquire returned NULL
+  std::int64_t timeouts = 0;        // acquire raised 55P03
+  std::int64_t failed_releases = 0; // release returned false
+  std::int64_t odd_leases = 0;      // lease with the wrong owner or ttl
+  std::int64_t error_count = 0;     // any other error
+  std::vector<std::string> errors;  // the first few of them
+};
+
+// Waits until every client is connected, so the race starts at once.
+class StartLine {
+ public:
+  explicit StartLine(int parties) : waiting_(parties) {}
+  void arrive_and_wait() {
+    waiting_.fetch_sub(1);
+    while (waiting_.load() > 0) std::this_thread::yield();
+  }
+
+ private:
+  std::atomic<int> waiting_;
+};
+
+// A fresh schema of the test's own, so the test can be rerun against the
+// same database; the extension is created if missing.
+void prepare_database(const std::vector<std::string>& names) {
+  pgc::Connection c;
+  c.exec("SET client_min_messages = warning");
+  c.exec("CREATE EXTENSION IF NOT EXISTS dlock");
+  c.exec("DROP SCHEMA IF EXISTS dlock_stress CASCADE");
+  c.exec("CREATE SCHEMA dlock_stress");
+  // No key on token: a duplicate token must show up in the checks below,
+  // not as an insert error.
+  c.exec(
+      "CREATE TABLE dlock_stress.audit ("
+      "  name text NOT NULL, token bigint NOT NULL, owner text NOT NULL,"
+      "  acquired_at timestamptz NOT NULL, released_at timestamptz NOT NULL)");
+  c.exec(
+      "CREATE TABLE dlock_stress.counters ("
+      "  name text PRIMARY KEY, n bigint NOT NULL)");
+  for (const std::string& name : names) {
+    c.exec("INSERT INTO dlock_stress.counters VALUES ($1, 0)", name);
+  }
+}
+
+// Asks for the lease once. Returns false if it was not granted (busy or
+// timed out, counted in stats); otherwise fills token and acquired_at (as
+// the server's text, so it goes back into the audit row unchanged).
+bool take_lease(pgc::Connection& c, const Config& cfg, const std::string& name,
+                const std::string& owner, ClientStats& stats,
+                std::string& token, std::string& acquired_at) {
+  // Calling the function in FROM runs it once; a busy lease is one row of
+  // NULLs. "sane" checks the lease is ours and exactly ttl long.
+  const std::string columns =
+      "SELECT l.token, l.acquired_at,"
+      "       l.owner = $2 AND l.expires_at - l.acquired_at = $3::interval"
+      "  FROM ";
+  pgc::Result r =
+      cfg.mode == Mode::try_acquire
+          ? c.exec(columns + "dlock.try_acquire($1, $3::interval, $2) AS l",
+                   name, owner, kTtl)
+          : c.try_exec(columns +
+                           "dlock.acquire($1, $3::interval, $4::interval, $2)"
+                           " AS l",
+                       name, owner, kTtl, cfg.acquire_timeout);
+  if (!r.ok()) {
+    if (r.sqlstate() == "55P03") {
+      ++stats.timeouts;
+      return false;
+    }
+    throw pgc::PgError(r.sqlstate(), r.error());
+  }
+  if (r.isnull(0, 0)) {
+    if (cfg.mode == Mode::acquire) {
+      throw pgc::PgError("", "dlock.acquire returned NULL");
+    }
+    ++stats.busy;
+    return false;
+  }
+  if (!r.boolean(0, 2)) ++stats.odd_leases;
+  token = r.value(0, 0);
+  acquired_at = r.value(0, 1);
+  return true;
+}
+
+void run_client(const Config& cfg, int index, StartLine& start,
+                ClientStats& stats) {
+  const std::string owner = "stress-client-" + std::to_string(index);
+  std::mt19937 rng(static_cast<unsigned>(index) * 7919u +
+                   static_cast<unsigned>(
+                       Clock::now().time_since_epoch().count()));
+  std::uniform_int_distribution<std::size_t> pick(0, cfg.names.size() - 1);
+  std::uniform_int_distribution<int> pause_us(0, 1000);
+
+  std::optional<pgc::Connection> conn;
+  try {
+    conn.emplace();
+    // A stuck server must fail the test, not hang it.
+    conn->exec("SET statement_timeout = '60s'");
+  } catch (const pgc::PgError& e) {
+    ++stats.error_count;
+    stats.errors.push_back(e.what());
+  }
+  start.arrive_and_wait();
+  if (!conn) return;
+  pgc::Connection& c = *conn;
+
+  for (int cycle = 0; cycle < cfg.cycles; ++cycle) {
+    const std::string& name = cfg.names[pick(rng)];
+    try {
+      std::string token, acquired_at;
+      if (!take_lease(c, cfg, name, owner, stats, token, acquired_at)) {
+        std::this_thread::sleep_for(std::chrono::microseconds(pause_us(rng)));
+        continue;
+      }
+      ++stats.grants[name];
+
+      // The work: a read-modify-write that two overlapping holds would
+      // corrupt (each statement commits on its own, so only the lease
+      // keeps them apart).
+      std::int64_t n =
+          c.exec("SELECT n FROM dlock_stress.counters WHERE name = $1", name)
+              .int64(0, 0);
+      c.exec("UPDATE dlock_stress.counters SET n = $2 WHERE name = $1", name,
+             n + 1);
+
+      c.exec("BEGIN");
+      bool released =
+          c.exec("SELECT dlock.release($1, $2::bigint)", name, token)
+              .boolean(0, 0);
+      if (!released) ++stats.failed_releases;
+      c.exec(
+          "INSERT INTO dlock_stress.audit"
+          " VALUES ($1, $2::bigint, $3, $4::timestamptz, clock_timestamp())",
+          name, token, owner, acquired_at);
+      c.exec("COMMIT");
+    } catch (const std::exception& e) {
+      ++stats.error_count;
+      if (stats.errors.size() < kErrorsKept) {
+        stats.errors.push_back(owner + " cycle " + std::to_string(cycle) +
+                               ": " + e.what());
+      }
+      // Leave no transaction open; a dead connection ends the client.
+      if (PQstatus(c.get()) != CONNECTION_OK) return;
+      c.try_exec("ROLLBACK");
+    }
+  }
+}
+
+// Totals over all clients.
+struct Totals {
+  std::map<std::string, std::int64_t> grants;
+  std::int64_t all_grants = 0;
+  std::int64_t busy = 0;
+  std::int64_t timeouts = 0;
+  std::int64_t failed_releases = 0;
+  std::int64_t odd_leases = 0;
+  std::int64_t error_count = 0;
+  std::vector<std::string> errors;
+  double seconds = 0;
+};
+
+Totals run_clients(const Config& cfg) {
+  std::vector<ClientStats> stats(cfg.clients);
+  StartLine start(cfg.clients);
+  auto began = Clock::now();
+  {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < cfg.clients; ++i) {
+      threads.emplace_back(run_client, std::cref(cfg), i, std::ref(start),
+                           std::ref(stats[i]));
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  Totals t;
+  t.seconds = std::chrono::duration<double>(Clock::now() - began).count();
+  for (const ClientStats& s : stats) {
+    for (const auto& [name, n] : s.grants) {
+      t.grants[name] += n;
+      t.all_grants += n;
+    }
+    t.busy += s.busy;
+    t.timeouts += s.timeouts;
+    t.failed_releases += s.failed_releases;
+    t.odd_leases += s.odd_leases;
+    t.error_count += s.error_count;
+    t.errors.insert(t.errors.end(), s.errors.begin(), s.errors.end());
+  }
+  return t;
+}
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) out += "\n  " + l;
+  return out;
+}
+
+// Checks the audit trail, counters and dlock.leases against what the
+// clients counted.
+void check_invariants(const Config& cfg, const Totals& t) {
+  pgc::Connection c;
+
+  EXPECT_EQ(t.error_count, 0) << "unexpected errors:" << join(t.errors);
+  EXPECT_EQ(t.failed_releases, 0) << "dlock.release returned false";
+  EXPECT_EQ(t.odd_leases, 0) << "a lease with the wrong owner or ttl";
+
+  pgc::Result all = c.exec(
+      "SELECT count(*), count(DISTINCT token) FROM dlock_stress.audit");
+  EXPECT_EQ(all.int64(0, 0), t.all_grants) << "audit rows vs grants counted";
+  EXPECT_EQ(all.int64(0, 1), all.int64(0, 0))
+      << "a token was handed out twice (tokens come from one sequence)";
+
+  for (const std::string& name : cfg.names) {
+    SCOPED_TRACE("lease " + name);
+    const std::int64_t grants =
+        t.grants.count(name) ? t.grants.at(name) : 0;
+    EXPECT_GT(grants, 0) << "the lease was never granted";
+
+    // Holds of this name in token order, each compared with the one
+    // before it.
+    pgc::Result r = c.exec(
+        "SELECT count(*),"
+        "       count(DISTINCT token),"
+        "       count(*) FILTER (WHERE acquired_at < prev_released),"
+        "       count(*) FILTER (WHERE acquired_at <= prev_acquired),"
+        "       count(*) FILTER (WHERE released_at < acquired_at),"
+        "       coalesce(max(token), 0)"
+        "  FROM (SELECT a.*,"
+        "               lag(released_at) OVER w AS prev_released,"
+        "               lag(acquired_at) OVER w AS prev_acquired"
+        "          FROM dlock_stress.audit AS a"
+        "         WHERE name = $1"
+        "        WINDOW w AS (ORDER BY token)) AS holds",
+        name);
+    const std::int64_t rows = r.int64(0, 0);
+    EXPECT_EQ(rows, grants) << "audit rows vs grants counted";
+    EXPECT_EQ(r.int64(0, 1), rows) << "tokens not strictly increasing";
+    EXPECT_EQ(r.int64(0, 2), 0)
+        << "holds overlapped: acquired before the previous release";
+    EXPECT_EQ(r.int64(0, 3), 0) << "acquired_at order differs from token order";
+    EXPECT_EQ(r.int64(0, 4), 0) << "released before acquired";
+    const std::int64_t last_token = r.int64(0, 5);
+
+    EXPECT_EQ(c.exec("SELECT n FROM dlock_stress.counters WHERE name = $1",
+                     name)
+                  .int64(0, 0),
+              grants)
+        << "counter updates were lost: two holds overlapped";
+
+    // The lease itself ends released, with the last token granted.
+    pgc::Result lease = c.exec(
+        "SELECT state, token FROM dlock.leases WHERE name = $1", name);
+    ASSERT_EQ(lease.rows(), 1);
+    EXPECT_EQ(lease.value(0, 0), "released");
+    EXPECT_EQ(lease.int64(0, 1), last_token);
+  }
+}
+
+void report(const char* title, const Totals& t) {
+  std::cout << "[ stats    ] " << title << ": " << t.all_grants
+            << " grants, " << t.busy << " busy, " << t.timeouts
+            << " timeouts in " << t.seconds << " s; per lease:";
+  for (const auto& [name, n] : t.grants) std::cout << ' ' << name << '=' << n;
+  std::cout << std::endl;
+}
+
+// 16 clients x 1000 try_acquire cycles on 4 names: busy answers are normal,
+// grants must form one non-overlapping line of holds per name.
+TEST(Stress, TryAcquireManyClientsFewNames) {
+  const Config cfg{Mode::try_acquire, 16, 1000,
+                   {"stress-a", "stress-b", "stress-c", "stress-d"}, nullptr};
+  prepare_database(cfg.names);
+  Totals t = run_clients(cfg);
+  report("try_acquire", t);
+
+  EXPECT_GT(t.busy, 0) << "no contention: the test did not race";
+  EXPECT_EQ(t.all_grants + t.busy + t.error_count,
+            std::int64_t{cfg.clients} * cfg.cycles)
+      << "every cycle ends granted, busy or in error";
+  check_invariants(cfg, t);
+}
+
+// 8 clients x 50 cycles of dlock.acquire on one name with a generous
+// timeout: every cycle must be granted, none may time out.
+TEST(Stress, AcquireWaitsOneName) {
+  const Config cfg{Mode::acquire, 8, 50, {"stress-acquire"}, "30 s"};
+  prepare_database(cfg.names);
+  Totals t = run_clients(cfg);
+  report("acquire", t);
+
+  EXPECT_EQ(t.timeouts, 0) << "dlock.acquire timed out";
+  EXPECT_EQ(t.busy, 0);
+  EXPECT_EQ(t.all_grants, std::int64_t{cfg.clients} * cfg.cycles);
+  check_invariants(cfg, t);
+}
+
+}  // namespace
