@@ -42,7 +42,7 @@ RETURNS dlock.lease
 AS 'MODULE_PATHNAME', 'dlock_try_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION dlock.try_acquire(text, interval, text) IS
-    'Grants the lease for ttl if it is free, released or expired; NULL at once if another owner holds it.';
+    'Grants the lease for ttl if it is free, released or expired; NULL at once if another owner holds it or another transaction is granting or releasing it.';
 
 CREATE FUNCTION dlock.acquire(name text, ttl interval, timeout interval, owner text DEFAULT NULL)
 RETURNS dlock.lease
