@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# dlock benchmark: lease cycles and contended attempts of dlock against a
+# hand-written SQL lease table and session-level advisory locks, measured in
+# one run on one durable throwaway cluster, variants interleaved round-robin.
+#
+#   bash bench/run.sh
+#
+# Environment: BENCH_ROUNDS (default 5), BENCH_SECONDS per run (default 3).
+# Prints a table and the targets; writes the same to bench/results/latest.txt.
+# Exits non-zero on any error (failed transactions, aborted clients, a lease
+# never granted), never because a target is missed.
+set -euo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+BENCH_DIR="$DLOCK_ROOT/bench"
+
+ROUNDS=${BENCH_ROUNDS:-5}
+RUN_SECONDS=${BENCH_SECONDS:-3}
+WARMUP_SECONDS=1
+VARIANTS=(dlock table advisory)
+# workload:clients
+CONFIGS=(cycle:1 cycle:4 cycle:16 contended:16)
+
+die() {
+  printf 'bench: %s\n' "$*" >&2
+  exit 1
+}
+
+ensure_packages
+build_and_install
+
+# Durable commits; checkpoints far enough apart that none lands inside a
+# run. pg_stat_statements counts how many attempts won (the release
+# statement runs only after a grant); it costs every variant the same.
+start_cluster \
+  "fsync = on" \
+  "synchronous_commit = on" \
+  "full_page_writes = on" \
+  "shared_buffers = 256MB" \
+  "max_wal_size = 4GB" \
+  "checkpoint_timeout = 30min" \
+  "shared_preload_libraries = 'pg_stat_statements'" \
+  "pg_stat_statements.track = top"
+
+WORK=$(mktemp -d /tmp/dlock-bench.XXXXXX)
+trap 'stop_cluster; rm -rf "$WORK"' EXIT
+
+psql -X -q -v ON_ERROR_STOP=1 -f "$BENCH_DIR/setup.sql"
+
+sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
+
+# Attempts and grants since the last reset, from pg_stat_statements: an
+# attempt is a try_acquire / claim INSERT / try-lock, a grant is the release
+# that only a won attempt runs.
+count_statements() {
+  sql "SELECT coalesce(sum(calls) FILTER (WHERE query ~ 'try_acquire|INSERT INTO bench\\.lease|pg_try_advisory_lock'), 0)
+                || ' ' ||
+              coalesce(sum(calls) FILTER (WHERE query ~ 'dlock\\.release|UPDATE bench\\.lease|pg_advisory_unlock'), 0)
+         FROM pg_stat_statements
+        WHERE query !~ 'pg_stat_statements'"
+}
+
+RUN_TAG=0
+
+# run_pgbench VARIANT WORKLOAD CLIENTS SECONDS LOG_PREFIX
+# Sets RESULT to "tps processed attempts grants"; dies on any failure. Each
+# run names fresh leases (pgbench variable tag), so a lease left held by a
+# transaction cut off at the end of a run cannot block a later one.
+run_pgbench() {
+  local variant=$1 workload=$2 clients=$3 secs=$4 prefix=$5
+  local script="$BENCH_DIR/${variant}_${workload}.sql"
+  local jobs=$((clients < 2 ? clients : 2))
+  local out="$WORK/pgbench.out" rc=0
+  RUN_TAG=$((RUN_TAG + 1))
+  sql "SELECT pg_stat_statements_reset()" >/dev/null
+  pgbench -n -M prepared -c "$clients" -j "$jobs" -T "$secs" \
+    -D tag="$RUN_TAG" -f "$script" -l --log-prefix="$prefix" \
+    >"$out" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
+    cat "$out" >&2
+    die "pgbench failed (exit $rc): $variant $workload, $clients clients"
+  fi
+  local tps processed failed
+  tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p' "$out")
+  processed=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
+  failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out")
+  if [ -z "$tps" ] || [ -z "$processed" ] || [ "$processed" = 0 ]; then
+    cat "$out" >&2
+    die "pgbench reported no transactions: $variant $workload, $clients clients"
+  fi
+  if [ -n "$failed" ] && [ "$failed" != 0 ]; then
+    cat "$out" >&2
+    die "$failed failed transactions: $variant $workload, $clients clients"
+  fi
+  local attempts grants
+  read -r attempts grants <<<"$(count_statements)"
+  if [ "$grants" = 0 ]; then
+    die "no attempt was ever granted: $variant $workload, $clients clients"
+  fi
+  if [ "$workload" = cycle ] && [ $((attempts - grants)) -gt "$clients" ]; then
+    die "uncontended cycles missed grants ($attempts attempts, $grants grants): $variant, $clients clients"
+  fi
+  RESULT="$tps $processed $attempts $grants"
+}
+
+log "warm-up: ${WARMUP_SECONDS}s per variant and configuration"
+for config in "${CONFIGS[@]}"; do
+  for variant in "${VARIANTS[@]}"; do
+    run_pgbench "$variant" "${config%%:*}" "${config##*:}" "$WARMUP_SECONDS" \
+      "$WORK/warmup"
+  done
+done
+rm -f "$WORK"/warmup.*
+sql "CHECKPOINT" >/dev/null
+
+# Per-run results: variant workload clients round tps processed attempts grants
+RUNS="$WORK/runs.txt"
+: >"$RUNS"
+mkdir -p "$WORK/logs"
+started=$(date +%s)
+for round in $(seq 1 "$ROUNDS"); do
+  for config in "${CONFIGS[@]}"; do
+    workload=${config%%:*} clients=${config##*:}
+    # Rotate the variant order each round so that none always runs first.
+    n=${#VARIANTS[@]}
+    for i in $(seq 0 $((n - 1))); do
+      variant=${VARIANTS[$(((i + round - 1) % n))]}
+      log "round $round/$ROUNDS: $variant $workload, $clients clients"
+      run_pgbench "$variant" "$workload" "$clients" "$RUN_SECONDS" \
+        "$WORK/logs/$variant.$workload.$clients.r$round"
+      echo "$variant $workload $clients $round $RESULT" >>"$RUNS"
+    done
+  done
+done
+elapsed=$(($(date +%s) - started))
+
+# Median of the rounds' rates, and latency percentiles (nearest rank) over
+# every logged transaction of every round; pgbench's log has the latency in
+# microseconds in its third column. Sets SUMMARY[variant.workload:clients]
+# to "rate min max grants_per_s p50_ms p99_ms ratio", where ratio is the
+# median over the rounds of rate / the table's rate in the same round: the
+# two ran seconds apart, so the ratio is steadier than the rates when the
+# machine's disk or CPU speed drifts.
+declare -A SUMMARY
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+percentile() {
+  awk -v p="$1" '{ v[NR] = $1 }
+    END { i = int(NR * p); if (i < NR * p) i++; if (i < 1) i = 1; print v[i] / 1000 }' "$2"
+}
+# The per-run lines of one variant, workload and client count.
+runs_of() {
+  awk -v v="$1" -v w="$2" -v c="$3" '$1 == v && $2 == w && $3 == c' "$RUNS"
+}
+for config in "${CONFIGS[@]}"; do
+  workload=${config%%:*} clients=${config##*:}
+  for variant in "${VARIANTS[@]}"; do
+    rates=$(runs_of "$variant" "$workload" "$clients" | awk '{ print $5 }' | sort -g)
+    grant_rates=$(runs_of "$variant" "$workload" "$clients" |
+      awk '{ printf "%.3f\n", $5 * $8 / $6 }')
+    ratios=$(for round in $(seq 1 "$ROUNDS"); do
+      awk -v v="$variant" -v w="$workload" -v c="$clients" -v r="$round" '
+        $2 == w && $3 == c && $4 == r && $1 == v { a = $5 }
+        $2 == w && $3 == c && $4 == r && $1 == "table" { b = $5 }
+        END { printf "%.4f\n", a / b }' "$RUNS"
+    done)
+    lat="$WORK/latency.txt"
+    cat "$WORK/logs/$variant.$workload.$clients".r*.* | awk '{ print $3 }' |
+      sort -n >"$lat"
+    SUMMARY[$variant.$config]="$(median <<<"$rates") $(head -n 1 <<<"$rates") \
+$(tail -n 1 <<<"$rates") $(median <<<"$grant_rates") \
+$(percentile 0.50 "$lat") $(percentile 0.99 "$lat") $(median <<<"$ratios")"
+  done
+done
+
+REPORT="$WORK/report.txt"
+{
+  echo "dlock benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "server: $(sql 'SHOW server_version'); $(nproc) CPUs;" \
+    "fsync=$(sql 'SHOW fsync') synchronous_commit=$(sql 'SHOW synchronous_commit')" \
+    "shared_buffers=$(sql 'SHOW shared_buffers')"
+  echo "commit: $(git -C "$DLOCK_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
+    [ -n "$(git -C "$DLOCK_ROOT" status --porcelain 2>/dev/null)" ] && echo ' (with local changes)')"
+  echo "$ROUNDS rounds x ${RUN_SECONDS}s per variant and configuration, interleaved;" \
+    "measured part took ${elapsed}s"
+  echo
+  echo "cycle     = acquire + release of the client's own lease (uncontended), rate in cycles/s"
+  echo "contended = all clients try one lease; one attempt per transaction, a winner releases at once;"
+  echo "            rate in attempts/s, grants/s = attempts that won"
+  echo "rate: median of the rounds (min..max); latency per pgbench transaction over all rounds;"
+  echo "x table: rate / the hand-written table's rate at the same workload and clients, in the"
+  echo "         same round (they ran seconds apart); median over the rounds"
+  echo
+  printf '%-9s %-10s %7s %11s %21s %10s %8s %8s %8s\n' \
+    variant workload clients rate/s "(min..max)" grants/s "p50 ms" "p99 ms" "x table"
+  for config in "${CONFIGS[@]}"; do
+    workload=${config%%:*} clients=${config##*:}
+    for variant in "${VARIANTS[@]}"; do
+      read -r median min max grants p50 p99 ratio <<<"${SUMMARY[$variant.$config]}"
+      ratio=$(printf '%.2fx' "$ratio")
+      if [ "$workload" = cycle ]; then grants=-; else grants=$(printf '%.0f' "$grants"); fi
+      printf '%-9s %-10s %7s %11.0f %21s %10s %8.3f %8.3f %8s\n' \
+        "$variant" "$workload" "$clients" "$median" \
+        "($(printf '%.0f..%.0f' "$min" "$max"))" "$grants" "$p50" "$p99" "$ratio"
+    done
+  done
+  echo
+  echo "targets (dlock against the hand-written table, durable commits)"
+  target() {
+    local label=$1 config=$2 want=$3 got
+    read -r _ _ _ _ _ _ got <<<"${SUMMARY[dlock.$config]}"
+    got=$(printf '%.2f' "$got")
+    if awk -v g="$got" -v w="$want" 'BEGIN { exit !(g >= w) }'; then
+      printf '  %-44s >= %4.1fx   got %6.2fx   MET\n' "$label" "$want" "$got"
+    else
+      printf '  %-44s >= %4.1fx   got %6.2fx   MISSED\n' "$label" "$want" "$got"
+    fi
+  }
+  target "uncontended cycles/s, 1 client" cycle:1 1.5
+  target "uncontended cycles/s, 16 clients" cycle:16 1.2
+  target "contended attempts/s, 16 clients, one lease" contended:16 10
+  echo
+  echo "per run: variant workload clients round tps transactions attempts grants"
+  sed 's/^/  /' "$RUNS"
+} >"$REPORT"
+
+mkdir -p "$BENCH_DIR/results"
+cp "$REPORT" "$BENCH_DIR/results/latest.txt"
+cat "$REPORT"
