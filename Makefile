@@ -14,6 +14,7 @@ OBJS = \
 	src/pg/boundary.o \
 	src/pg/module.o \
 	src/pg/lease.o \
+	src/pg/lease_store.o \
 	src/pg/testing.o
 
 PG_CXXFLAGS = -std=c++17 -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-register

@@ -12,11 +12,11 @@ COMMENT ON SEQUENCE dlock.token_seq IS
 CREATE TABLE dlock.lease_store (
     name        text        PRIMARY KEY,
     token       bigint      NOT NULL,
-    owner       text        NOT NULL,
-    acquired_by name        NOT NULL,
     acquired_at timestamptz NOT NULL,
     expires_at  timestamptz NOT NULL,
     ttl         interval    NOT NULL,
+    acquired_by regrole     NOT NULL,
+    owner       text        NOT NULL,
     released_at timestamptz
 ) WITH (fillfactor = 50);
 COMMENT ON TABLE dlock.lease_store IS

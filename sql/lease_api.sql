@@ -26,7 +26,7 @@ SELECT dlock.try_acquire('report', interval '2 s', 'other') IS NULL AS busy;
 SELECT token, owner = dlock.default_owner() AS still_mine FROM dlock.get('report');
 
 SELECT name, token, state, ttl, released_at IS NULL AS not_released,
-       acquired_by = current_user AS acquired_by_me
+       acquired_by = current_user::regrole AS acquired_by_me
   FROM dlock.leases ORDER BY name;
 
 -- renew: compare-and-set on (name, token); NULL ttl keeps the granted TTL.

@@ -55,3 +55,10 @@ SELECT count(*) - :rows_before AS new_rows,
        (SELECT last_value FROM dlock.token_seq) - :seq_before AS tokens_drawn
   FROM dlock.lease_store;
 SELECT token = :token AS same_holder, owner FROM dlock.get('held');
+
+-- The glue reads lease_store by column number: the install script's
+-- column order is part of the contract (upgrades may only append).
+SELECT attnum, attname, atttypid::regtype
+  FROM pg_attribute
+ WHERE attrelid = 'dlock.lease_store'::regclass AND attnum > 0
+ ORDER BY attnum;

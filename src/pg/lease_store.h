@@ -1,0 +1,64 @@
+// Access to dlock.lease_store, the table of leases: a direct index read of
+// one lease, the per-lease gate, and the saved SPI plans that write it.
+// Plain frames only (see boundary.h): everything here may ereport.
+#pragma once
+
+#include <optional>
+
+#include "pg_glue.h"
+
+namespace dlock {
+
+// A lease row as last committed (or as written earlier by this
+// transaction). owner is palloc'd in the current memory context.
+struct StoredLease {
+  int64 token;
+  const char* owner;
+  TimestampTz acquired_at;
+  TimestampTz expires_at;
+  bool released;
+};
+
+// Reads the lease through the primary key with the transaction's snapshot
+// (a fresh one in READ COMMITTED): no SPI, no lock on the row, no WAL.
+std::optional<StoredLease> read_lease(const char* name);
+
+// The lease's gate: a lock in dlock's own advisory key space (field 4 = 3),
+// on a 64-bit hash of the name (hashtextextended(name, 0) in SQL), held to
+// the end of the transaction by every writer of the lease's row. Writers of
+// one lease are serialised by it, so two transactions can never both
+// create or take the same lease and no write waits for a row lock.
+// try_gate() does not wait: a gate held elsewhere means a write of this
+// lease is in flight. wait_gate() waits, like any lock.
+LOCKTAG gate_tag(const char* name);
+bool try_gate(const LOCKTAG& gate);
+void release_gate(const LOCKTAG& gate);
+void wait_gate(const char* name);
+
+// A connection to SPI running as the owner of dlock's tables, so callers
+// need no privileges on them. On error, transaction or subtransaction abort
+// restores the user and closes SPI; close_writer() is for the success path.
+struct Writer {
+  MemoryContext caller_cxt;  // the SQL function's memory context
+  Oid caller;                // the calling role, recorded as acquired_by
+  Oid saved_user;
+  int saved_sec_context;
+};
+Writer open_writer();
+void close_writer(const Writer& w);
+
+// Writes. Each returns the number of rows changed (0 or 1); on 1, the
+// RETURNING columns are read with result_*().
+enum class GrantWrite { create, take, extend };
+uint64 write_grant(const Writer& w, GrantWrite kind, const char* name,
+                   const char* owner, TimestampTz now, TimestampTz expires_at,
+                   Interval* ttl, int64 seen_token);
+uint64 write_renew(const char* name, int64 token, TimestampTz now,
+                   Interval* ttl_or_null);
+uint64 write_release(const char* name, int64 token, TimestampTz now);
+
+int64 result_token();
+TimestampTz result_timestamp(int column);
+char* result_text(int column);
+
+}  // namespace dlock
