@@ -29,11 +29,16 @@ static_assert(std::is_trivially_destructible_v<Request>);
 static_assert(std::is_trivially_destructible_v<Backoff>);
 static_assert(std::is_trivially_destructible_v<std::optional<LeaseRow>>);
 
-const char* required_text(FunctionCallInfo fcinfo, int arg, const char* what) {
+// A required argument: NULL raises 22004.
+void require(FunctionCallInfo fcinfo, int arg, const char* what) {
   if (PG_ARGISNULL(arg)) {
     throw Error(sqlstate::null_value_not_allowed,
                 std::string(what) + " must not be NULL");
   }
+}
+
+const char* required_text(FunctionCallInfo fcinfo, int arg, const char* what) {
+  require(fcinfo, arg, what);
   return text_to_cstring(PG_GETARG_TEXT_PP(arg));
 }
 
@@ -43,17 +48,12 @@ IntervalFields interval_fields(const Interval* iv) {
 
 const Interval* required_interval(FunctionCallInfo fcinfo, int arg,
                                   const char* what) {
-  if (PG_ARGISNULL(arg)) {
-    throw Error(sqlstate::null_value_not_allowed,
-                std::string(what) + " must not be NULL");
-  }
+  require(fcinfo, arg, what);
   return PG_GETARG_INTERVAL_P(arg);
 }
 
 int64 required_token(FunctionCallInfo fcinfo, int arg) {
-  if (PG_ARGISNULL(arg)) {
-    throw Error(sqlstate::null_value_not_allowed, "token must not be NULL");
-  }
+  require(fcinfo, arg, "token");
   return PG_GETARG_INT64(arg);
 }
 
