@@ -11,7 +11,10 @@ OBJS = \
 	src/core/errors.o \
 	src/core/lease_rules.o \
 	src/core/backoff.o \
+	src/core/fencing.o \
+	src/pg/args.o \
 	src/pg/boundary.o \
+	src/pg/fencing.o \
 	src/pg/module.o \
 	src/pg/lease.o \
 	src/pg/lease_store.o \
@@ -23,8 +26,8 @@ PG_CPPFLAGS += -DDLOCK_TESTING
 endif
 SHLIB_LINK = -lstdc++
 
-REGRESS = boundary lease_api lease_errors lease_isolation_levels
-ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read
+REGRESS = boundary lease_api lease_errors lease_isolation_levels fencing upgrade
+ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read fenced_update assert_held fence_race
 ISOLATION_OPTS = --inputdir=test/isolation
 
 # PGXS would also compile every .cpp to LLVM bitcode with clang, dropping

@@ -1,6 +1,9 @@
 -- dlock 0.1.0: leases with server-clock expiry and sequence fencing tokens.
 \echo Use "CREATE EXTENSION dlock" to load this file. \quit
 
+CREATE SCHEMA dlock;
+COMMENT ON SCHEMA dlock IS 'dlock: distributed-lock leases with server-clock expiry and fencing tokens';
+
 -- Every reference below is schema-qualified; functions and views name their
 -- operators with OPERATOR(pg_catalog.x), so no search_path can redirect them.
 
@@ -15,7 +18,7 @@ CREATE TABLE dlock.lease_store (
     acquired_at timestamptz NOT NULL,
     expires_at  timestamptz NOT NULL,
     ttl         interval    NOT NULL,
-    acquired_by regrole     NOT NULL,
+    acquired_by text        NOT NULL,
     owner       text        NOT NULL,
     released_at timestamptz
 ) WITH (fillfactor = 50);

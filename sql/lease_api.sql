@@ -26,7 +26,7 @@ SELECT dlock.try_acquire('report', interval '2 s', 'other') IS NULL AS busy;
 SELECT token, owner = dlock.default_owner() AS still_mine FROM dlock.get('report');
 
 SELECT name, token, state, ttl, released_at IS NULL AS not_released,
-       acquired_by = current_user::regrole AS acquired_by_me
+       acquired_by = current_user AS acquired_by_me
   FROM dlock.leases ORDER BY name;
 
 -- renew: compare-and-set on (name, token); NULL ttl keeps the granted TTL.
@@ -119,6 +119,9 @@ SHOW dlock.max_ttl;
 SELECT regress.outcome($$SELECT dlock.try_acquire('capped', '2 s')$$) AS above_max;
 SELECT token FROM dlock.try_acquire('capped', interval '1 s');
 SELECT regress.outcome($$SELECT dlock.renew('capped', 11, '1 min')$$) AS renew_above_max;
+-- A lease granted before the cap was lowered keeps its TTL only within it.
+SELECT regress.outcome($$SELECT dlock.renew('queue', 8)$$) AS renew_kept_ttl_above_max;
+SELECT token, valid_for <= interval '1 s' AS capped FROM dlock.renew('queue', 8, interval '1 s');
 RESET dlock.max_ttl;
 
 -- One sequence: tokens grow across all leases, in grant order.

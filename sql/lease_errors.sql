@@ -43,6 +43,10 @@ SELECT regress.outcome($$SELECT dlock.acquire('x', '0 s', '1 s')$$) AS acquire_z
 SELECT regress.outcome($$SELECT dlock.renew('held', 1, '0 s')$$) AS renew_zero_ttl;
 SELECT regress.outcome($$SELECT dlock.renew('held', 1, '2 days')$$) AS renew_ttl_above_max;
 
+-- Tokens that were never issued: LD003.
+SELECT regress.outcome($$SELECT dlock.renew('held', -5)$$) AS renew_negative_token;
+SELECT regress.outcome($$SELECT dlock.renew('held', 0)$$) AS renew_zero_token;
+
 -- Timeout: negative: 22023.
 SELECT regress.outcome($$SELECT dlock.acquire('x', '1 s', '-1 ms')$$) AS negative_timeout;
 

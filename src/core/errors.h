@@ -7,8 +7,14 @@
 // | 22004    | null_value_not_allowed    | a required argument (name, ttl, timeout, token) is NULL |
 // | 22023    | invalid_parameter_value   | empty or over-long name/owner; ttl <= 0 or above dlock.max_ttl; negative timeout |
 // | 0A000    | feature_not_supported     | acquire() in a REPEATABLE READ or SERIALIZABLE transaction |
+// | 42703    | undefined_column          | fenced_update()/protect() name a column the table lacks |
+// | 42804    | datatype_mismatch         | the fence column is not bigint                     |
+// | 428C9    | generated_always          | fenced_update() changes a generated or system column |
+// | 55000    | object_not_in_prerequisite_state | dlock.token_seq was altered (cycle, cache, unlogged) |
 // | 55P03    | lock_not_available        | acquire() waited its whole timeout                 |
-// | LD002    | dlock_lease_not_held      | renew() of a lease not held with that token; DETAIL says why |
+// | LD001    | dlock_stale_token         | a newer token exists: fenced write, fence or assert_held refused |
+// | LD002    | dlock_lease_not_held      | renew()/assert_held() of a lease not held with that token; DETAIL says why |
+// | LD003    | dlock_token_never_issued  | a token larger than any dlock has issued           |
 // | 53200    | out_of_memory             | the C++ allocator failed                           |
 // | XX000    | internal_error            | any other C++ exception (a bug)                    |
 //
@@ -27,8 +33,14 @@ namespace sqlstate {
 inline constexpr char null_value_not_allowed[] = "22004";
 inline constexpr char invalid_parameter_value[] = "22023";
 inline constexpr char feature_not_supported[] = "0A000";
+inline constexpr char undefined_column[] = "42703";
+inline constexpr char datatype_mismatch[] = "42804";
+inline constexpr char generated_always[] = "428C9";
+inline constexpr char object_not_in_prerequisite_state[] = "55000";
 inline constexpr char lock_not_available[] = "55P03";
+inline constexpr char stale_token[] = "LD001";
 inline constexpr char lease_not_held[] = "LD002";
+inline constexpr char token_never_issued[] = "LD003";
 inline constexpr char out_of_memory[] = "53200";
 inline constexpr char internal_error[] = "XX000";
 }  // namespace sqlstate

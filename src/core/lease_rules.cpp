@@ -32,6 +32,18 @@ Micros duration(const IntervalFields& interval, const char* what) {
   return total;
 }
 
+std::string describe_duration(Micros us) {
+  std::string text = std::to_string(us / 1000);
+  if (Micros frac = us % 1000; frac != 0) {
+    std::string digits = std::to_string(frac < 0 ? -frac : frac);
+    digits.insert(0, 3 - digits.size(), '0');
+    while (digits.back() == '0') digits.pop_back();
+    if (us < 0 && us > -1000) text = "-" + text;
+    text += "." + digits;
+  }
+  return text + " ms";
+}
+
 void check_name(std::string_view name) {
   if (name.empty()) {
     throw Error(sqlstate::invalid_parameter_value,
@@ -67,9 +79,8 @@ Micros check_ttl(const IntervalFields& ttl, Micros max_ttl) {
   if (us > max_ttl) {
     throw Error(sqlstate::invalid_parameter_value,
                 "ttl exceeds dlock.max_ttl",
-                "The ttl is " + std::to_string(us / 1000) +
-                    " ms; dlock.max_ttl is " + std::to_string(max_ttl / 1000) +
-                    " ms.",
+                "The ttl is " + describe_duration(us) + "; dlock.max_ttl is " +
+                    describe_duration(max_ttl) + ".",
                 "Renew the lease before it expires instead of asking for a "
                 "longer ttl.");
   }
@@ -93,7 +104,7 @@ Grant decide_grant(const std::optional<LeaseRow>& row, Micros now) {
 
 NotHeld why_not_held(const std::optional<LeaseRow>& row, std::int64_t token,
                      Micros now) {
-  if (!row || token > row->token) return NotHeld::never_granted;
+  if (!row || token <= 0 || token > row->token) return NotHeld::never_granted;
   if (token < row->token) return NotHeld::newer_token;
   if (row->released) return NotHeld::released;
   if (row->expires_at <= now) return NotHeld::expired;

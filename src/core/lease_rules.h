@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace dlock {
@@ -35,6 +36,9 @@ struct IntervalFields {
 // same linear view PostgreSQL uses to compare intervals. Throws 22023 if the
 // result does not fit in 64 bits.
 Micros duration(const IntervalFields& interval, const char* what);
+
+// A duration for messages: "1500 ms", or "1500.25 ms" when not whole.
+std::string describe_duration(Micros us);
 
 // Lease name: non-empty, at most kMaxNameBytes. Throws 22023.
 void check_name(std::string_view name);
@@ -74,7 +78,7 @@ Grant decide_grant(const std::optional<LeaseRow>& row, Micros now);
 // Why (name, token) does not hold its lease.
 enum class NotHeld {
   held,           // it does hold it
-  never_granted,  // no such lease, or token newer than any grant of it
+  never_granted,  // no such lease, or a token no grant of it ever had
   released,
   expired,
   newer_token,  // the lease was granted again with a larger token

@@ -8,9 +8,11 @@
 
 #include "../core/backoff.h"
 #include "../core/errors.h"
+#include "../core/fencing.h"
 #include "../core/lease_rules.h"
 
 // PostgreSQL headers only after the core ones.
+#include "args.h"
 #include "boundary.h"
 #include "lease_store.h"
 #include "module.h"
@@ -28,34 +30,6 @@ struct Request {
 static_assert(std::is_trivially_destructible_v<Request>);
 static_assert(std::is_trivially_destructible_v<Backoff>);
 static_assert(std::is_trivially_destructible_v<std::optional<LeaseRow>>);
-
-// A required argument: NULL raises 22004.
-void require(FunctionCallInfo fcinfo, int arg, const char* what) {
-  if (PG_ARGISNULL(arg)) {
-    throw Error(sqlstate::null_value_not_allowed,
-                std::string(what) + " must not be NULL");
-  }
-}
-
-const char* required_text(FunctionCallInfo fcinfo, int arg, const char* what) {
-  require(fcinfo, arg, what);
-  return text_to_cstring(PG_GETARG_TEXT_PP(arg));
-}
-
-IntervalFields interval_fields(const Interval* iv) {
-  return IntervalFields{iv->time, iv->day, iv->month};
-}
-
-const Interval* required_interval(FunctionCallInfo fcinfo, int arg,
-                                  const char* what) {
-  require(fcinfo, arg, what);
-  return PG_GETARG_INTERVAL_P(arg);
-}
-
-int64 required_token(FunctionCallInfo fcinfo, int arg) {
-  require(fcinfo, arg, "token");
-  return PG_GETARG_INT64(arg);
-}
 
 Micros max_ttl() { return static_cast<Micros>(max_ttl_ms) * 1000; }
 
@@ -108,6 +82,27 @@ std::optional<LeaseRow> rules_view(const std::optional<StoredLease>& row,
 }
 
 // ---------------------------------------------------------------- leases
+
+// Raises LD002 for a token that does not hold its lease, or LD003 if dlock
+// never issued it at all.
+[[noreturn]] void raise_not_held(const char* name, int64 token,
+                                 const std::optional<StoredLease>& row,
+                                 NotHeld why) {
+  if (why == NotHeld::never_granted) {
+    check_token_issued(token, last_issued_token());
+  }
+  throw Error(sqlstate::lease_not_held,
+              std::string("lease \"") + name + "\" is not held with token " +
+                  std::to_string(token),
+              std::string(describe(why)) +
+                  (row ? "; its latest token is " + std::to_string(row->token)
+                       : std::string()) +
+                  ".",
+              why == NotHeld::never_granted
+                  ? "Use the token the lease was granted with."
+                  : "Acquire the lease again; work done under this token may "
+                    "have overlapped with another holder.");
+}
 
 struct Granted {
   int64 token;
@@ -235,7 +230,7 @@ DLOCK_FUNCTION(dlock_acquire) {
       throw Error(sqlstate::lock_not_available,
                   std::string("could not acquire lease \"") + req.name +
                       "\" within the timeout",
-                  "Waited " + std::to_string(timeout / 1000) + " ms.");
+                  "Waited " + describe_duration(timeout) + ".");
     }
     Micros sleep = backoff.next_sleep(holder_left, deadline - now);
     (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -252,34 +247,57 @@ DLOCK_FUNCTION(dlock_renew) {
   const char* name = required_text(fcinfo, 0, "lease name");
   check_name(name);
   int64 token = required_token(fcinfo, 1);
-  Interval* ttl =
-      PG_ARGISNULL(2)
-          ? nullptr
-          : exact_interval(check_ttl(
-                interval_fields(PG_GETARG_INTERVAL_P(2)), max_ttl()));
+  bool keep_ttl = PG_ARGISNULL(2);
+  Micros ttl = keep_ttl ? 0
+                        : check_ttl(interval_fields(PG_GETARG_INTERVAL_P(2)),
+                                    max_ttl());
   wait_gate(name);
-  Writer w = open_writer();
-  TimestampTz now = GetCurrentTimestamp();
-  if (write_renew(name, token, now, ttl) == 1) {
-    const char* owner = MemoryContextStrdup(w.caller_cxt, result_text(2));
-    TimestampTz acquired_at = result_timestamp(3);
-    TimestampTz expires_at = result_timestamp(4);
-    close_writer(w);
-    ForceSyncCommit();  // like a grant: see attempt_grant()
-    return lease_datum(fcinfo, name, owner, token, acquired_at, expires_at);
-  }
-  close_writer(w);
   std::optional<StoredLease> row = read_lease(name);
+  TimestampTz now = GetCurrentTimestamp();
   NotHeld why = why_not_held(rules_view(row, nullptr), token, now);
-  throw Error(sqlstate::lease_not_held,
-              std::string("lease \"") + name + "\" is not held with token " +
-                  std::to_string(token),
-              std::string(describe(why)) +
-                  (row ? "; its latest token is " + std::to_string(row->token)
-                       : std::string()) +
-                  ".",
-              "Acquire the lease again; work done under the old token may "
-              "have overlapped with another holder.");
+  if (why != NotHeld::held) raise_not_held(name, token, row, why);
+  // The lease's current TTL, still within today's dlock.max_ttl.
+  if (keep_ttl) ttl = check_ttl(interval_fields(row->ttl), max_ttl());
+  Writer w = open_writer();
+  uint64 renewed = write_renew(name, token, now, exact_interval(ttl));
+  close_writer(w);
+  if (renewed != 1) {
+    row = read_lease(name);
+    raise_not_held(name, token, row,
+                   why_not_held(rules_view(row, nullptr), token, now));
+  }
+  ForceSyncCommit();  // like a grant: see attempt_grant()
+  return lease_datum(fcinfo, name, row->owner, token, row->acquired_at,
+                     now + ttl);
+}
+
+DLOCK_FUNCTION(dlock_assert_held) {
+  const char* name = required_text(fcinfo, 0, "lease name");
+  check_name(name);
+  int64 token = required_token(fcinfo, 1);
+  // Shares the gate with other asserts; grants, renewals and releases of
+  // the lease wait for (or, for grants, give up on) this transaction.
+  LOCKTAG gate = gate_tag(name);
+  (void)LockAcquire(&gate, ShareLock, false, false);
+  Writer w = open_writer();
+  std::optional<StoredLease> row = read_lease_for_share(name);
+  NotHeld why = why_not_held(rules_view(row, nullptr), token,
+                             GetCurrentTimestamp());
+  if (why == NotHeld::held) {
+    close_writer(w);
+    PG_RETURN_VOID();
+  }
+  if (row) row->owner = MemoryContextStrdup(w.caller_cxt, row->owner);
+  close_writer(w);
+  if (why == NotHeld::newer_token) {
+    throw Error(sqlstate::stale_token,
+                std::string("fencing token ") + std::to_string(token) +
+                    " is stale for lease \"" + name + "\"",
+                "The lease was taken by token " + std::to_string(row->token) +
+                    ".",
+                "Stop writing: another holder owns the lease now.");
+  }
+  raise_not_held(name, token, row, why);
 }
 
 DLOCK_FUNCTION(dlock_release) {

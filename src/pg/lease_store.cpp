@@ -1,3 +1,5 @@
+#include "../core/fencing.h"
+
 #include "lease_store.h"
 
 namespace dlock {
@@ -27,32 +29,44 @@ Oid dlock_relation(const char* relname) {
 
 // Saved plans, prepared on first use. Every reference is schema-qualified,
 // operators included, so the caller's search_path cannot redirect them.
-enum PlanId { kCreate, kTake, kExtend, kRenew, kRelease, kPlanCount };
+enum PlanId {
+  kCreate,
+  kTake,
+  kExtend,
+  kRenew,
+  kRelease,
+  kReadForShare,
+  kEpochRead,
+  kEpochLock,
+  kEpochWrite,
+  kFence,
+  kFenceRead,
+  kPlanCount
+};
 
 struct PlanSpec {
   const char* sql;
   int nargs;
-  Oid types[7];
+  Oid types[8];
 };
 
 // Grant plans share their arguments: $1 name, $2 owner, $3 role, $4 now,
-// $5 expires_at, $6 ttl, $7 the token seen when deciding.
+// $5 expires_at, $6 ttl, $7 the token seen when deciding, $8 the new token.
 #define GRANT_ARG_TYPES                                                     \
-  {TEXTOID, TEXTOID, REGROLEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, \
-   INT8OID}
+  {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, \
+   INT8OID, INT8OID}
 
 const PlanSpec kPlans[kPlanCount] = {
     // kCreate: first grant of a name.
     {"INSERT INTO dlock.lease_store"
      "       (name, token, acquired_at, expires_at, ttl, acquired_by, owner)"
-     " VALUES ($1, pg_catalog.nextval('dlock.token_seq'::pg_catalog.regclass),"
-     "         $4, $5, $6, $3, $2)"
+     " VALUES ($1, $8, $4, $5, $6, $3, $2)"
      " ON CONFLICT (name) DO NOTHING"
      " RETURNING token",
-     7, GRANT_ARG_TYPES},
+     8, GRANT_ARG_TYPES},
     // kTake: a released or expired lease, with a new token.
     {"UPDATE dlock.lease_store"
-     "   SET token = pg_catalog.nextval('dlock.token_seq'::pg_catalog.regclass),"
+     "   SET token = $8,"
      "       acquired_at = $4, expires_at = $5, ttl = $6, acquired_by = $3,"
      "       owner = $2, released_at = NULL"
      " WHERE name OPERATOR(pg_catalog.=) $1"
@@ -60,7 +74,7 @@ const PlanSpec kPlans[kPlanCount] = {
      "   AND (released_at IS NOT NULL"
      "        OR expires_at OPERATOR(pg_catalog.<=) $4)"
      " RETURNING token",
-     7, GRANT_ARG_TYPES},
+     8, GRANT_ARG_TYPES},
     // kExtend: the owner acquires a lease it holds: same token, later expiry.
     {"UPDATE dlock.lease_store"
      "   SET expires_at = $5, ttl = $6"
@@ -70,17 +84,14 @@ const PlanSpec kPlans[kPlanCount] = {
      "   AND released_at IS NULL"
      "   AND expires_at OPERATOR(pg_catalog.>) $4"
      " RETURNING token",
-     7, GRANT_ARG_TYPES},
-    // kRenew: compare-and-set on (name, token). $3 now, $4 ttl or NULL to
-    // keep the granted one.
+     8, GRANT_ARG_TYPES},
+    // kRenew: compare-and-set on (name, token). $3 now, $4 ttl.
     {"UPDATE dlock.lease_store"
-     "   SET expires_at = $3 OPERATOR(pg_catalog.+) COALESCE($4, ttl),"
-     "       ttl = COALESCE($4, ttl)"
+     "   SET expires_at = $3 OPERATOR(pg_catalog.+) $4, ttl = $4"
      " WHERE name OPERATOR(pg_catalog.=) $1"
      "   AND token OPERATOR(pg_catalog.=) $2"
      "   AND released_at IS NULL"
-     "   AND expires_at OPERATOR(pg_catalog.>) $3"
-     " RETURNING token, owner, acquired_at, expires_at",
+     "   AND expires_at OPERATOR(pg_catalog.>) $3",
      4,
      {TEXTOID, INT8OID, TIMESTAMPTZOID, INTERVALOID}},
     // kRelease: compare-and-delete on (name, token); the row stays, marked
@@ -93,6 +104,43 @@ const PlanSpec kPlans[kPlanCount] = {
      "   AND expires_at OPERATOR(pg_catalog.>) $3",
      3,
      {TEXTOID, INT8OID, TIMESTAMPTZOID}},
+    // kReadForShare: the lease, row-locked so that no other transaction can
+    // write it (a takeover included) until this one ends.
+    {"SELECT token, owner, acquired_at, expires_at, ttl,"
+     "       released_at IS NOT NULL"
+     "  FROM dlock.lease_store"
+     " WHERE name OPERATOR(pg_catalog.=) $1"
+     "   FOR SHARE",
+     1,
+     {TEXTOID}},
+    // kEpochRead: the history (cluster, timeline) tokens were last issued on.
+    {"SELECT system_identifier, timeline FROM dlock.token_epoch", 0, {}},
+    // kEpochLock: the same, locked so that one transaction moves the
+    // sequence to a new epoch.
+    {"SELECT system_identifier, timeline FROM dlock.token_epoch FOR UPDATE",
+     0,
+     {}},
+    // kEpochWrite: tokens are now issued on this history.
+    {"INSERT INTO dlock.token_epoch AS e (system_identifier, timeline)"
+     " VALUES ($1, $2)"
+     " ON CONFLICT (single_row) DO UPDATE"
+     "   SET system_identifier = $1, timeline = $2",
+     2,
+     {INT8OID, INT4OID}},
+    // kFence: accept a token equal to or above the resource's highest.
+    // ON CONFLICT locks the resource's row even when the token is refused.
+    {"INSERT INTO dlock.fences AS f (resource, token, fenced_at)"
+     " VALUES ($1, $2, $3)"
+     " ON CONFLICT (resource) DO UPDATE"
+     "   SET token = $2, fenced_at = $3"
+     " WHERE f.token OPERATOR(pg_catalog.<=) $2"
+     " RETURNING token",
+     3,
+     {TEXTOID, INT8OID, TIMESTAMPTZOID}},
+    // kFenceRead: the resource's highest accepted token.
+    {"SELECT token FROM dlock.fences WHERE resource OPERATOR(pg_catalog.=) $1",
+     1,
+     {TEXTOID}},
 };
 
 SPIPlanPtr saved_plans[kPlanCount];
@@ -124,7 +172,98 @@ Datum result_column(int column) {
                        &isnull);
 }
 
+StoredLease result_lease() {
+  StoredLease lease;
+  lease.token = DatumGetInt64(result_column(1));
+  lease.owner = TextDatumGetCString(result_column(2));
+  lease.acquired_at = DatumGetTimestampTz(result_column(3));
+  lease.expires_at = DatumGetTimestampTz(result_column(4));
+  lease.ttl = DatumGetIntervalP(result_column(5));
+  lease.released = DatumGetBool(result_column(6));
+  return lease;
+}
+
+// The history this backend last saw tokens issued on; zero until checked.
+uint64 epoch_system_identifier = 0;
+TimeLineID epoch_timeline = 0;
+
+// Moves the sequence to a new epoch when tokens are about to be issued on
+// a history (cluster, timeline) other than the one recorded in
+// dlock.token_epoch. A database at extension version 0.1.0 has no such
+// table and keeps issuing plain sequence values.
+void enter_epoch(Oid seq) {
+  uint64 sysid = GetSystemIdentifier();
+  TimeLineID tli = GetWALInsertionTimeLine();
+  if (sysid == epoch_system_identifier && tli == epoch_timeline) return;
+  Oid nsp = get_namespace_oid("dlock", false);
+  if (!OidIsValid(get_relname_relid("token_epoch", nsp))) return;
+
+  // Read first without locking: the row lock of a history check would
+  // otherwise last as long as the calling transaction, a long acquire()
+  // wait included, and stall every other session's first grant.
+  auto recorded_history_is_current = [&](PlanId plan) {
+    return run(plan, nullptr, "") == 1 &&
+           static_cast<uint64>(DatumGetInt64(result_column(1))) == sysid &&
+           static_cast<TimeLineID>(DatumGetInt32(result_column(2))) == tli;
+  };
+  if (!recorded_history_is_current(kEpochRead) &&
+      !recorded_history_is_current(kEpochLock)) {
+    std::optional<int64> last = last_issued_token();
+    if (last) {
+      DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq),
+                          Int64GetDatum(epoch_floor(*last)));
+    }
+    Datum args[2] = {Int64GetDatum(static_cast<int64>(sysid)),
+                     Int32GetDatum(static_cast<int32>(tli))};
+    run(kEpochWrite, args, "  ");
+  }
+  epoch_system_identifier = sysid;
+  epoch_timeline = tli;
+}
+
 }  // namespace
+
+int64 next_token() {
+  Oid seq = dlock_relation("token_seq");
+  HeapTuple tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seq));
+  if (!HeapTupleIsValid(tup)) elog(ERROR, "dlock: token_seq is not a sequence");
+  Form_pg_sequence form = reinterpret_cast<Form_pg_sequence>(GETSTRUCT(tup));
+  bool cycles = form->seqcycle;
+  int64 cache = form->seqcache;
+  ReleaseSysCache(tup);
+  check_token_sequence(cycles, cache,
+                       get_rel_persistence(seq) == RELPERSISTENCE_PERMANENT);
+  enter_epoch(seq);
+  return nextval_internal(seq, false);
+}
+
+std::optional<int64> last_issued_token() {
+  LOCAL_FCINFO(call, 1);
+  InitFunctionCallInfoData(*call, nullptr, 1, InvalidOid, nullptr, nullptr);
+  call->args[0].value = ObjectIdGetDatum(dlock_relation("token_seq"));
+  call->args[0].isnull = false;
+  Datum last = pg_sequence_last_value(call);
+  if (call->isnull) return std::nullopt;
+  return DatumGetInt64(last);
+}
+
+std::optional<StoredLease> read_lease_for_share(const char* name) {
+  Datum args[1] = {CStringGetTextDatum(name)};
+  if (run(kReadForShare, args, " ") == 0) return std::nullopt;
+  return result_lease();
+}
+
+bool write_fence(const char* resource, int64 token, int64* highest) {
+  Datum args[3] = {CStringGetTextDatum(resource), Int64GetDatum(token),
+                   TimestampTzGetDatum(GetCurrentTimestamp())};
+  if (run(kFence, args, "   ") == 1) {
+    *highest = token;
+    return true;
+  }
+  run(kFenceRead, args, " ");
+  *highest = DatumGetInt64(result_column(1));
+  return false;
+}
 
 std::optional<StoredLease> read_lease(const char* name) {
   Oid relid = dlock_relation("lease_store");
@@ -153,6 +292,9 @@ std::optional<StoredLease> read_lease(const char* name) {
         heap_getattr(tuple, kColAcquiredAt, desc, &isnull));
     lease.expires_at = DatumGetTimestampTz(
         heap_getattr(tuple, kColExpiresAt, desc, &isnull));
+    lease.ttl = DatumGetIntervalP(
+        datumCopy(heap_getattr(tuple, kColTtl, desc, &isnull), false,
+                  sizeof(Interval)));
     (void)heap_getattr(tuple, kColReleasedAt, desc, &isnull);
     lease.released = !isnull;
     row = lease;
@@ -210,23 +352,26 @@ void close_writer(const Writer& w) {
 uint64 write_grant(const Writer& w, GrantWrite kind, const char* name,
                    const char* owner, TimestampTz now, TimestampTz expires_at,
                    Interval* ttl, int64 seen_token) {
-  Datum args[7] = {
+  // The new token is drawn here, with the lease's gate held.
+  int64 new_token = kind == GrantWrite::extend ? seen_token : next_token();
+  Datum args[8] = {
       CStringGetTextDatum(name),  CStringGetTextDatum(owner),
-      ObjectIdGetDatum(w.caller), TimestampTzGetDatum(now),
+      CStringGetTextDatum(GetUserNameFromId(w.caller, false)),
+      TimestampTzGetDatum(now),
       TimestampTzGetDatum(expires_at), IntervalPGetDatum(ttl),
-      Int64GetDatum(seen_token),
+      Int64GetDatum(seen_token), Int64GetDatum(new_token),
   };
   PlanId id = kind == GrantWrite::create ? kCreate
               : kind == GrantWrite::take ? kTake
                                          : kExtend;
-  return run(id, args, "       ");
+  return run(id, args, "        ");
 }
 
 uint64 write_renew(const char* name, int64 token, TimestampTz now,
-                   Interval* ttl_or_null) {
+                   Interval* ttl) {
   Datum args[4] = {CStringGetTextDatum(name), Int64GetDatum(token),
-                   TimestampTzGetDatum(now), PointerGetDatum(ttl_or_null)};
-  return run(kRenew, args, ttl_or_null ? "    " : "   n");
+                   TimestampTzGetDatum(now), IntervalPGetDatum(ttl)};
+  return run(kRenew, args, "    ");
 }
 
 uint64 write_release(const char* name, int64 token, TimestampTz now) {
@@ -236,13 +381,5 @@ uint64 write_release(const char* name, int64 token, TimestampTz now) {
 }
 
 int64 result_token() { return DatumGetInt64(result_column(1)); }
-
-TimestampTz result_timestamp(int column) {
-  return DatumGetTimestampTz(result_column(column));
-}
-
-char* result_text(int column) {
-  return TextDatumGetCString(result_column(column));
-}
 
 }  // namespace dlock

@@ -16,6 +16,7 @@ struct StoredLease {
   const char* owner;
   TimestampTz acquired_at;
   TimestampTz expires_at;
+  Interval* ttl;
   bool released;
 };
 
@@ -47,18 +48,34 @@ struct Writer {
 Writer open_writer();
 void close_writer(const Writer& w);
 
-// Writes. Each returns the number of rows changed (0 or 1); on 1, the
-// RETURNING columns are read with result_*().
+// Writes. Each returns the number of rows changed (0 or 1); on 1, a grant's
+// token is read with result_token().
 enum class GrantWrite { create, take, extend };
 uint64 write_grant(const Writer& w, GrantWrite kind, const char* name,
                    const char* owner, TimestampTz now, TimestampTz expires_at,
                    Interval* ttl, int64 seen_token);
 uint64 write_renew(const char* name, int64 token, TimestampTz now,
-                   Interval* ttl_or_null);
+                   Interval* ttl);
 uint64 write_release(const char* name, int64 token, TimestampTz now);
 
+// The next fencing token: nextval of dlock.token_seq after checking the
+// sequence is still safe (55000) and, on a new history (cluster or WAL
+// timeline), moving it to a new epoch first (see src/core/fencing.h).
+// Runs inside a Writer.
+int64 next_token();
+
+// The largest token issued so far, or nothing if none was.
+std::optional<int64> last_issued_token();
+
+// The lease row, locked FOR SHARE until the transaction ends. Runs inside a
+// Writer; owner lives in SPI's memory.
+std::optional<StoredLease> read_lease_for_share(const char* name);
+
+// dlock.fences: records token for resource if it is at least the highest
+// accepted; returns false (nothing written, row locked) otherwise, with
+// *highest set to the resource's highest token. Runs inside a Writer.
+bool write_fence(const char* resource, int64 token, int64* highest);
+
 int64 result_token();
-TimestampTz result_timestamp(int column);
-char* result_text(int column);
 
 }  // namespace dlock

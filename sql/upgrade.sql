@@ -1,0 +1,69 @@
+-- Every upgrade path gives the same objects as a fresh install of the
+-- default version; DROP EXTENSION leaves nothing behind.
+SET client_min_messages = warning;
+
+-- Each member object of the extension, with what defines it: function
+-- definitions, table columns, constraints, indexes, view queries, sequence
+-- settings, comments and privileges.
+CREATE FUNCTION regress.dlock_objects() RETURNS TABLE (object text, definition text)
+LANGUAGE sql AS $$
+SELECT pg_describe_object(d.classid, d.objid, 0),
+       concat_ws(' | ',
+           CASE d.classid
+               WHEN 'pg_proc'::regclass THEN
+                   (SELECT pg_get_functiondef(p.oid) || coalesce(p.proacl::text, '')
+                      FROM pg_proc p WHERE p.oid = d.objid)
+               WHEN 'pg_class'::regclass THEN
+                   (SELECT c.relkind::text || coalesce(c.relacl::text, '') || coalesce(array_to_string(c.reloptions, ','), '')
+                           || coalesce(pg_get_viewdef(c.oid), '')
+                           || coalesce((SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+                                                          || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
+                                                          || coalesce(' default ' || pg_get_expr(ad.adbin, ad.adrelid), ''),
+                                                          ', ' ORDER BY a.attnum)
+                                          FROM pg_attribute a
+                                          LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+                                         WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '')
+                           || coalesce((SELECT string_agg(pg_get_constraintdef(k.oid), ', ' ORDER BY k.conname)
+                                          FROM pg_constraint k WHERE k.conrelid = c.oid), '')
+                           || coalesce((SELECT string_agg(pg_get_indexdef(i.indexrelid), ', ' ORDER BY i.indexrelid::regclass::text)
+                                          FROM pg_index i WHERE i.indrelid = c.oid), '')
+                           || coalesce((SELECT concat_ws(',', s.seqtypid::regtype, s.seqstart, s.seqincrement, s.seqmax,
+                                                         s.seqmin, s.seqcache, s.seqcycle)
+                                          FROM pg_sequence s WHERE s.seqrelid = c.oid), '')
+                      FROM pg_class c WHERE c.oid = d.objid)
+               WHEN 'pg_type'::regclass THEN format_type(d.objid, NULL)
+           END,
+           obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid)),
+           (SELECT 'dumped' FROM pg_extension e2
+             WHERE e2.extname = 'dlock' AND d.objid = ANY (e2.extconfig)))
+  FROM pg_depend d
+  JOIN pg_extension e ON e.oid = d.refobjid AND d.refclassid = 'pg_extension'::regclass
+ WHERE e.extname = 'dlock' AND d.deptype = 'e'
+$$;
+
+CREATE TABLE regress.upgraded (object text, definition text);
+
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock VERSION '0.1.0';
+SELECT extversion FROM pg_extension WHERE extname = 'dlock';
+ALTER EXTENSION dlock UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'dlock';
+INSERT INTO regress.upgraded SELECT * FROM regress.dlock_objects();
+
+DROP EXTENSION dlock;
+-- Nothing is left behind: no schema, no object, no trigger function.
+SELECT count(*) AS schemas FROM pg_namespace WHERE nspname = 'dlock';
+SELECT count(*) AS functions FROM pg_proc WHERE probin = '$libdir/dlock';
+
+CREATE EXTENSION dlock;
+SELECT extversion FROM pg_extension WHERE extname = 'dlock';
+
+-- Differences in either direction: none.
+(SELECT 'only after upgrade' AS side, * FROM regress.upgraded
+ EXCEPT SELECT 'only after upgrade', * FROM regress.dlock_objects())
+UNION ALL
+(SELECT 'only in fresh install', * FROM regress.dlock_objects()
+ EXCEPT SELECT 'only in fresh install', * FROM regress.upgraded);
+
+-- What was compared.
+SELECT object FROM regress.dlock_objects() ORDER BY object;

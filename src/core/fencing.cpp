@@ -1,0 +1,84 @@
+#include "fencing.h"
+
+#include "errors.h"
+
+namespace dlock {
+
+std::int64_t epoch_floor(std::int64_t last_token) {
+  constexpr std::int64_t step = std::int64_t{1} << kEpochBits;
+  if (last_token < 0) last_token = 0;
+  std::int64_t epoch = last_token >> kEpochBits;
+  if (epoch + 2 > (INT64_MAX >> kEpochBits)) {
+    throw Error(sqlstate::object_not_in_prerequisite_state,
+                "fencing tokens are exhausted",
+                "The last token is " + std::to_string(last_token) + ".");
+  }
+  return (epoch + 2) * step;
+}
+
+void check_token_sequence(bool cycles, std::int64_t cache, bool logged) {
+  const char* problem = cycles        ? "it was altered to CYCLE"
+                        : cache != 1  ? "its CACHE was altered from 1"
+                        : !logged     ? "it was altered to UNLOGGED"
+                                      : nullptr;
+  if (problem == nullptr) return;
+  throw Error(sqlstate::object_not_in_prerequisite_state,
+              "dlock.token_seq can no longer issue fencing tokens safely",
+              std::string("The sequence must be NO CYCLE, CACHE 1 and "
+                          "logged; ") + problem + ".",
+              "ALTER SEQUENCE dlock.token_seq NO CYCLE CACHE 1; "
+              "ALTER SEQUENCE dlock.token_seq SET LOGGED;");
+}
+
+void check_token_issued(std::int64_t token,
+                        std::optional<std::int64_t> last_issued) {
+  if (token <= 0 || !last_issued || token > *last_issued) {
+    throw Error(sqlstate::token_never_issued,
+                "fencing token " + std::to_string(token) +
+                    " was never issued",
+                last_issued ? "The largest token issued so far is " +
+                                  std::to_string(*last_issued) + "."
+                            : "No token has been issued yet.",
+                "Use a token returned by dlock.try_acquire() or "
+                "dlock.acquire().");
+  }
+}
+
+FencedUpdateSql build_fenced_update(const std::string& target,
+                                    const std::string& fence_column,
+                                    const std::vector<std::string>& changes,
+                                    const std::vector<MatchColumn>& match) {
+  if (changes.empty()) {
+    throw Error(sqlstate::invalid_parameter_value,
+                "changes must name at least one column");
+  }
+  if (match.empty()) {
+    throw Error(sqlstate::invalid_parameter_value,
+                "match must name at least one column",
+                {}, "An empty match would update every row of the table.");
+  }
+  const std::string fence = "t." + fence_column;
+  const std::string match_values =
+      "pg_catalog.jsonb_populate_record(NULL::" + target + ", $3) AS m";
+  std::string where;
+  for (const MatchColumn& col : match) {
+    where += where.empty() ? " WHERE " : " AND ";
+    where += col.is_null
+                 ? "t." + col.column + " IS NULL"
+                 : "t." + col.column + " " + col.equality + " m." + col.column;
+  }
+
+  FencedUpdateSql sql;
+  sql.update = "UPDATE " + target + " AS t SET ";
+  for (const std::string& col : changes) {
+    sql.update += col + " = c." + col + ", ";
+  }
+  sql.update += fence_column + " = $1 FROM pg_catalog.jsonb_populate_record(NULL::" +
+                target + ", $2) AS c, " + match_values + where + " AND (" +
+                fence + " IS NULL OR " + fence + " OPERATOR(pg_catalog.<=) $1)";
+  sql.highest = "SELECT pg_catalog.count(*), pg_catalog.max(" + fence +
+                ") FROM " + target + " AS t, " + match_values + where;
+  return sql;
+}
+
+}  // namespace dlock
