@@ -145,9 +145,9 @@ bool attempt_grant(const Request& req, Granted* out, Micros* holder_left) {
   out->expires_at = expires_at;
   close_writer(w);
   // A token once returned must never be handed out again, even after a
-  // crash, so the grant commits with a WAL flush whatever
+  // crash or a failover: the grant commits durably whatever the session's
   // synchronous_commit says.
-  ForceSyncCommit();
+  commit_durably();
   return true;
 }
 
@@ -266,7 +266,7 @@ DLOCK_FUNCTION(dlock_renew) {
     raise_not_held(name, token, row,
                    why_not_held(rules_view(row, nullptr), token, now));
   }
-  ForceSyncCommit();  // like a grant: see attempt_grant()
+  commit_durably();  // like a grant: see attempt_grant()
   return lease_datum(fcinfo, name, row->owner, token, row->acquired_at,
                      now + ttl);
 }

@@ -36,6 +36,37 @@ void on_xact_event(XactEvent event, void*) {
 
 }  // namespace
 
+namespace {
+
+// synchronous_commit's level for one of its setting strings.
+int sync_commit_level(const char* setting) {
+  if (pg_strcasecmp(setting, "remote_apply") == 0) {
+    return SYNCHRONOUS_COMMIT_REMOTE_APPLY;
+  }
+  if (pg_strcasecmp(setting, "remote_write") == 0) {
+    return SYNCHRONOUS_COMMIT_REMOTE_WRITE;
+  }
+  if (pg_strcasecmp(setting, "local") == 0) {
+    return SYNCHRONOUS_COMMIT_LOCAL_FLUSH;
+  }
+  bool on;
+  if (parse_bool(setting, &on)) {
+    return on ? SYNCHRONOUS_COMMIT_ON : SYNCHRONOUS_COMMIT_OFF;
+  }
+  return SYNCHRONOUS_COMMIT_ON;
+}
+
+}  // namespace
+
+void commit_durably() {
+  ForceSyncCommit();
+  const char* configured = GetConfigOptionResetString("synchronous_commit");
+  if (synchronous_commit < sync_commit_level(configured)) {
+    (void)set_config_option("synchronous_commit", configured, PGC_USERSET,
+                            PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+  }
+}
+
 void note_release_write(bool was_first_write) {
   if (was_first_write) {
     release_only_xid = GetTopTransactionIdIfAny();
