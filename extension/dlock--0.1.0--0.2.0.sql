@@ -5,9 +5,10 @@
 
 -- The history (cluster, WAL timeline) tokens were last issued on. When a
 -- grant finds itself on another one (a promoted standby, point-in-time
--- recovery, a restored dump), the token sequence first jumps to a new
--- epoch, above any token the old history may have issued. Not dumped: a
--- restored database always starts a new epoch.
+-- recovery), or finds no record while tokens have been issued (a restored
+-- dump), the token sequence first jumps to a new epoch, above any token the
+-- old history may have issued. Not dumped, so a restored database always
+-- starts a new epoch.
 CREATE TABLE dlock.token_epoch (
     single_row        boolean PRIMARY KEY DEFAULT true CHECK (single_row),
     system_identifier bigint  NOT NULL,
@@ -15,9 +16,14 @@ CREATE TABLE dlock.token_epoch (
 );
 COMMENT ON TABLE dlock.token_epoch IS
     'The cluster and WAL timeline fencing tokens were last issued on. Written only by dlock''s functions.';
+-- A database upgraded from 0.1.0 that has issued tokens did so on this
+-- history. A new install (also the one pg_restore makes before restoring
+-- the sequence) records nothing: its first grant records the history, and
+-- jumps first if the sequence was restored with tokens already issued.
 INSERT INTO dlock.token_epoch (system_identifier, timeline)
 SELECT s.system_identifier, c.timeline_id
-  FROM pg_catalog.pg_control_system() AS s, pg_catalog.pg_control_checkpoint() AS c;
+  FROM pg_catalog.pg_control_system() AS s, pg_catalog.pg_control_checkpoint() AS c
+ WHERE (SELECT q.is_called FROM dlock.token_seq AS q);
 
 -- Highest token accepted per resource by dlock.fence().
 CREATE TABLE dlock.fences (
