@@ -12,18 +12,21 @@
 CREATE TABLE dlock.token_epoch (
     single_row        boolean PRIMARY KEY DEFAULT true CHECK (single_row),
     system_identifier bigint  NOT NULL,
-    timeline          integer NOT NULL
+    timeline          integer NOT NULL,
+    database          oid     NOT NULL
 );
 COMMENT ON TABLE dlock.token_epoch IS
-    'The cluster and WAL timeline fencing tokens were last issued on. Written only by dlock''s functions.';
+    'The cluster, WAL timeline and database fencing tokens were last issued on. Written only by dlock''s functions.';
 -- A database upgraded from 0.1.0 that has issued tokens did so on this
 -- history. A new install (also the one pg_restore makes before restoring
 -- the sequence) records nothing: its first grant records the history, and
 -- jumps first if the sequence was restored with tokens already issued.
-INSERT INTO dlock.token_epoch (system_identifier, timeline)
-SELECT s.system_identifier, c.timeline_id
-  FROM pg_catalog.pg_control_system() AS s, pg_catalog.pg_control_checkpoint() AS c
- WHERE (SELECT q.is_called FROM dlock.token_seq AS q);
+INSERT INTO dlock.token_epoch (system_identifier, timeline, database)
+SELECT s.system_identifier, c.timeline_id, d.oid
+  FROM pg_catalog.pg_control_system() AS s, pg_catalog.pg_control_checkpoint() AS c,
+       pg_catalog.pg_database AS d
+ WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()
+   AND (SELECT q.is_called FROM dlock.token_seq AS q);
 
 -- Highest token accepted per resource by dlock.fence().
 CREATE TABLE dlock.fences (

@@ -43,6 +43,27 @@ SELECT balance, fence_token = :t2 AS newer_fence FROM accounts WHERE id = 1;
 -- A row the newer holder has not written still takes the older token.
 SELECT dlock.fenced_update('accounts', :t1, '{"note": "older"}', '{"id": 3}') AS older_row;
 
+-- A match selecting rows of which any carries a higher fence is stale as a
+-- whole: LD001, and the rows it could have written are left alone too.
+UPDATE accounts SET region = 'eu' WHERE id = 3;
+SELECT regress.outcome(format($$SELECT dlock.fenced_update('accounts', %s, '{"note": "partly stale"}', '{"region": "eu"}')$$, :t1))
+       = 'LD001: 1 matching row(s) carry a higher fence; the highest is ' || :t2 || '.' AS partly_stale_refused;
+SELECT id, note FROM accounts WHERE region = 'eu' ORDER BY id;
+UPDATE accounts SET region = NULL WHERE id = 3;
+
+-- Columns the write does not name are left out of the conversion: a NOT
+-- NULL domain elsewhere in the row does not get in the way.
+CREATE DOMAIN regress_positive AS int NOT NULL CHECK (VALUE > 0);
+CREATE TABLE domained (id int PRIMARY KEY, a regress_positive DEFAULT 1, b varchar(3), fence_token bigint);
+INSERT INTO domained VALUES (1, 5, 'x');
+SELECT dlock.fenced_update('domained', :t2, '{"a": 7}', '{"id": 1}') AS domain_set;
+SELECT dlock.fenced_update('domained', :t2, '{"b": "yz"}', '{"a": 7}') AS domain_matched;
+SELECT regress.outcome(format($$SELECT dlock.fenced_update('domained', %s, '{"a": -1}', '{"id": 1}')$$, :t2)) AS domain_check;
+SELECT regress.outcome(format($$SELECT dlock.fenced_update('domained', %s, '{"b": "long"}', '{"id": 1}')$$, :t2)) AS typmod_check;
+SELECT id, a, b FROM domained;
+DROP TABLE domained;
+DROP DOMAIN regress_positive;
+
 -- Bad input: the documented SQLSTATE, and nothing changes.
 SELECT regress.outcome($$SELECT dlock.fenced_update(NULL, 1, '{"a": 1}', '{"id": 1}')$$) AS null_target;
 SELECT regress.outcome($$SELECT dlock.fenced_update('accounts', NULL, '{"a": 1}', '{"id": 1}')$$) AS null_token;
@@ -107,7 +128,16 @@ SELECT regress.outcome('UPDATE accounts SET note = ''no fence change'' WHERE id 
 SELECT regress.outcome(format('INSERT INTO accounts (id, fence_token) VALUES (8, %s)', :t2)) AS issued_insert_ok;
 SELECT regress.outcome($$SELECT dlock.protect('accounts', 'missing')$$) AS protect_missing_column;
 SELECT regress.outcome($$SELECT dlock.protect('accounts', 'note')$$) AS protect_not_bigint;
+-- The trigger re-checks the column's type when it runs.
+CREATE TABLE retyped (id int, fence_token bigint);
+SELECT dlock.protect('retyped');
+ALTER TABLE retyped ALTER COLUMN fence_token TYPE text;
+SELECT regress.outcome($$INSERT INTO retyped VALUES (1, 'abc')$$) AS retyped_fence;
+DROP TABLE retyped;
 SELECT regress.outcome($$SELECT dlock.protect(NULL)$$) AS protect_null;
+-- 0 marks a row not fenced yet (DEFAULT 0 works); lowering to 0 does not.
+SELECT regress.outcome('INSERT INTO accounts (id, fence_token) VALUES (9, 0)') AS zero_insert_ok;
+SELECT regress.outcome('UPDATE accounts SET fence_token = 0 WHERE id = 1') LIKE 'LD001%' AS zero_lowering_refused;
 SELECT tgname FROM pg_trigger WHERE tgrelid = 'accounts'::regclass;
 SELECT dlock.unprotect('accounts');
 SELECT tgname FROM pg_trigger WHERE tgrelid = 'accounts'::regclass;
@@ -124,6 +154,7 @@ SELECT regress.outcome($$SELECT dlock.fence('ledger', 9223372036854775807)$$) LI
 SELECT regress.outcome($$SELECT dlock.fence(NULL, 1)$$) AS null_resource;
 SELECT regress.outcome($$SELECT dlock.fence('ledger', NULL)$$) AS null_token;
 SELECT regress.outcome($$SELECT dlock.fence('', 1)$$) AS empty_resource;
+SELECT (regress.error_of($$SELECT dlock.fence('', 1)$$)).message AS empty_resource_message;
 SELECT token = :t2 AS unchanged FROM dlock.fences WHERE resource = 'ledger';
 
 -- assert_held(): the lease is held with this token now.
@@ -148,11 +179,21 @@ ALTER SEQUENCE dlock.token_seq CACHE 10;
 SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 s')$$) AS cached;
 ALTER SEQUENCE dlock.token_seq CACHE 1 CYCLE;
 SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 s')$$) AS cycling;
-ALTER SEQUENCE dlock.token_seq NO CYCLE;
+ALTER SEQUENCE dlock.token_seq NO CYCLE INCREMENT -1;
+SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 s')$$) AS counting_down;
+ALTER SEQUENCE dlock.token_seq INCREMENT 1;
 ALTER SEQUENCE dlock.token_seq SET UNLOGGED;
 SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 s')$$) AS unlogged;
 ALTER SEQUENCE dlock.token_seq SET LOGGED;
 SELECT token > :t3 AS grants_again FROM dlock.try_acquire('seq-check', interval '1 s');
+-- A sequence moved back is caught at the next grant of a lease it would
+-- give a smaller token than before; moving it forward again repairs it.
+SELECT last_value AS before_rewind FROM dlock.token_seq \gset
+SELECT setval('dlock.token_seq', 1) = 1 AS rewound_to_1;
+SELECT dlock.release('seq-check', token) FROM dlock.lease_store WHERE name = 'seq-check';
+SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 s')$$) LIKE '55000: It issued 2 for a lease last granted with token %' AS rewound;
+SELECT setval('dlock.token_seq', :before_rewind) = :before_rewind AS restored;
+SELECT token > :before_rewind AS repaired FROM dlock.try_acquire('seq-check', interval '1 s');
 -- On the first history tokens stay below 2^40 (their epoch is 0).
 SELECT max(token) >> 40 AS epoch FROM dlock.lease_store;
 

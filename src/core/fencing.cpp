@@ -16,18 +16,31 @@ std::int64_t epoch_floor(std::int64_t last_token) {
   return (epoch + 2) * step;
 }
 
-void check_token_sequence(bool cycles, std::int64_t cache, bool logged) {
-  const char* problem = cycles        ? "it was altered to CYCLE"
-                        : cache != 1  ? "its CACHE was altered from 1"
-                        : !logged     ? "it was altered to UNLOGGED"
-                                      : nullptr;
+void check_token_sequence(bool cycles, std::int64_t cache,
+                          std::int64_t increment, bool logged) {
+  const char* problem = cycles          ? "it was altered to CYCLE"
+                        : cache != 1    ? "its CACHE was altered from 1"
+                        : increment <= 0 ? "its INCREMENT was altered to count down"
+                        : !logged       ? "it was altered to UNLOGGED"
+                                        : nullptr;
   if (problem == nullptr) return;
   throw Error(sqlstate::object_not_in_prerequisite_state,
               "dlock.token_seq can no longer issue fencing tokens safely",
-              std::string("The sequence must be NO CYCLE, CACHE 1 and "
-                          "logged; ") + problem + ".",
-              "ALTER SEQUENCE dlock.token_seq NO CYCLE CACHE 1; "
+              std::string("The sequence must be NO CYCLE, CACHE 1, count up "
+                          "and be logged; ") + problem + ".",
+              "ALTER SEQUENCE dlock.token_seq NO CYCLE CACHE 1 INCREMENT 1; "
               "ALTER SEQUENCE dlock.token_seq SET LOGGED;");
+}
+
+void check_token_grows(std::int64_t new_token, std::int64_t previous) {
+  if (new_token > previous && new_token > 0) return;
+  throw Error(sqlstate::object_not_in_prerequisite_state,
+              "dlock.token_seq went backwards",
+              "It issued " + std::to_string(new_token) +
+                  " for a lease last granted with token " +
+                  std::to_string(previous) + ".",
+              "Move the sequence past every token issued: SELECT "
+              "setval('dlock.token_seq', <largest token ever issued>);");
 }
 
 void check_token_issued(std::int64_t token,
@@ -44,10 +57,26 @@ void check_token_issued(std::int64_t token,
   }
 }
 
+namespace {
+
+// "jsonb_to_record($n) AS alias(col type, ...)"
+std::string record_of(const char* param, const char* alias,
+                      const std::vector<FencedColumn>& columns) {
+  std::string sql = std::string("pg_catalog.jsonb_to_record(") + param +
+                    ") AS " + alias + "(";
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    if (i > 0) sql += ", ";
+    sql += columns[i].column + " " + columns[i].type;
+  }
+  return sql + ")";
+}
+
+}  // namespace
+
 FencedUpdateSql build_fenced_update(const std::string& target,
                                     const std::string& fence_column,
-                                    const std::vector<std::string>& changes,
-                                    const std::vector<MatchColumn>& match) {
+                                    const std::vector<FencedColumn>& changes,
+                                    const std::vector<FencedColumn>& match) {
   if (changes.empty()) {
     throw Error(sqlstate::invalid_parameter_value,
                 "changes must name at least one column");
@@ -58,10 +87,9 @@ FencedUpdateSql build_fenced_update(const std::string& target,
                 {}, "An empty match would update every row of the table.");
   }
   const std::string fence = "t." + fence_column;
-  const std::string match_values =
-      "pg_catalog.jsonb_populate_record(NULL::" + target + ", $3) AS m";
+  const std::string match_values = record_of("$3", "m", match);
   std::string where;
-  for (const MatchColumn& col : match) {
+  for (const FencedColumn& col : match) {
     where += where.empty() ? " WHERE " : " AND ";
     where += col.is_null
                  ? "t." + col.column + " IS NULL"
@@ -70,14 +98,15 @@ FencedUpdateSql build_fenced_update(const std::string& target,
 
   FencedUpdateSql sql;
   sql.update = "UPDATE " + target + " AS t SET ";
-  for (const std::string& col : changes) {
-    sql.update += col + " = c." + col + ", ";
+  for (const FencedColumn& col : changes) {
+    sql.update += col.column + " = c." + col.column + ", ";
   }
-  sql.update += fence_column + " = $1 FROM pg_catalog.jsonb_populate_record(NULL::" +
-                target + ", $2) AS c, " + match_values + where + " AND (" +
-                fence + " IS NULL OR " + fence + " OPERATOR(pg_catalog.<=) $1)";
-  sql.highest = "SELECT pg_catalog.count(*), pg_catalog.max(" + fence +
-                ") FROM " + target + " AS t, " + match_values + where;
+  sql.update += fence_column + " = $1 FROM " + record_of("$2", "c", changes) +
+                ", " + match_values + where + " AND (" + fence +
+                " IS NULL OR " + fence + " OPERATOR(pg_catalog.<=) $1)";
+  sql.higher = "SELECT pg_catalog.count(*), pg_catalog.max(" + fence +
+               ") FROM " + target + " AS t, " + match_values + where +
+               " AND " + fence + " OPERATOR(pg_catalog.>) $1";
   return sql;
 }
 

@@ -26,35 +26,42 @@ inline constexpr int kEpochBits = 40;
 // issued `last_token`. Throws 55000 near the top of the bigint range.
 std::int64_t epoch_floor(std::int64_t last_token);
 
-// The token sequence must stay NO CYCLE, CACHE 1 and logged: a cycle would
-// reissue tokens, a cache would hand them out of grant order, and an
-// unlogged sequence is reset by a crash. Throws 55000 otherwise.
-void check_token_sequence(bool cycles, std::int64_t cache, bool logged);
+// The token sequence must stay NO CYCLE, CACHE 1, INCREMENT positive and
+// logged: a cycle would reissue tokens, a cache would hand them out of
+// grant order, a negative increment counts down, and an unlogged sequence
+// is reset by a crash. Throws 55000 otherwise.
+void check_token_sequence(bool cycles, std::int64_t cache,
+                          std::int64_t increment, bool logged);
+
+// A new grant's token must exceed the lease's previous one; a sequence
+// moved back (RESTART, setval) would break that. Throws 55000.
+void check_token_grows(std::int64_t new_token, std::int64_t previous);
 
 // Throws LD003 unless 0 < token <= last_issued (absent: none issued yet).
 void check_token_issued(std::int64_t token,
                         std::optional<std::int64_t> last_issued);
 
-// One column of fenced_update()'s match: equal to the value given, or NULL.
-struct MatchColumn {
+// A column named in fenced_update()'s changes or match.
+struct FencedColumn {
   std::string column;    // quoted identifier
-  std::string equality;  // the type's equality, e.g. OPERATOR(pg_catalog.=)
-  bool is_null = false;  // the match value is JSON null: IS NULL
+  std::string type;      // its type, schema-qualified, with typmod
+  std::string equality;  // match only: the type's equality, OPERATOR(s.=)
+  bool is_null = false;  // match only: the value is JSON null: IS NULL
 };
 
 // The statements of one fenced_update() call; throws 22023 if changes or
-// match is empty. Parameters: $1 token (bigint),
-// $2 changes (jsonb), $3 match (jsonb). Values reach the columns through
-// jsonb_populate_record() on the target's row type, i.e. through the column
-// types' own input functions.
+// match is empty. Parameters: $1 token (bigint), $2 changes (jsonb), $3
+// match (jsonb). Values reach the columns through jsonb_to_record() with
+// the columns' own types, i.e. through the types' input functions.
 struct FencedUpdateSql {
-  std::string update;     // returns the number of rows updated
-  std::string highest;    // count(*) and max(fence) of the rows matched
+  std::string update;   // the UPDATE; its row count is the result
+  std::string higher;   // count(*) and max(fence) of matching rows whose
+                        // fence is above $1
 };
 
 FencedUpdateSql build_fenced_update(const std::string& target,
                                     const std::string& fence_column,
-                                    const std::vector<std::string>& changes,
-                                    const std::vector<MatchColumn>& match);
+                                    const std::vector<FencedColumn>& changes,
+                                    const std::vector<FencedColumn>& match);
 
 }  // namespace dlock

@@ -44,13 +44,14 @@ std::string describe_duration(Micros us) {
   return text + " ms";
 }
 
-void check_name(std::string_view name) {
+void check_name(std::string_view name, const char* what) {
   if (name.empty()) {
     throw Error(sqlstate::invalid_parameter_value,
-                "lease name must not be empty");
+                std::string(what) + " must not be empty");
   }
   if (name.size() > kMaxNameBytes) {
-    throw Error(sqlstate::invalid_parameter_value, "lease name is too long",
+    throw Error(sqlstate::invalid_parameter_value,
+                std::string(what) + " is too long",
                 "The name has " + std::to_string(name.size()) +
                     " bytes; the limit is " + std::to_string(kMaxNameBytes) +
                     ".");

@@ -40,8 +40,9 @@ Micros duration(const IntervalFields& interval, const char* what);
 // A duration for messages: "1500 ms", or "1500.25 ms" when not whole.
 std::string describe_duration(Micros us);
 
-// Lease name: non-empty, at most kMaxNameBytes. Throws 22023.
-void check_name(std::string_view name);
+// Lease (or resource) name: non-empty, at most kMaxNameBytes. Throws 22023;
+// `what` names it in the message.
+void check_name(std::string_view name, const char* what = "lease name");
 
 // Explicit owner: non-empty, at most kMaxOwnerBytes. Throws 22023.
 void check_owner(std::string_view owner);

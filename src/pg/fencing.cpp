@@ -90,35 +90,47 @@ const char* equality_operator(Oid type, const char* column) {
   return result;
 }
 
-// One match column, as the plain glue frames collect it.
-struct MatchSpec {
+// One column of changes or match, as the plain glue frames collect it.
+struct ColumnSpec {
   const char* column;    // quoted
-  const char* equality;  // OPERATOR(schema.=)
-  bool is_null;
+  const char* type;      // schema-qualified, with typmod
+  const char* equality;  // match only: OPERATOR(schema.=)
+  bool is_null;          // match only
 };
 
 struct SqlText {
   char* update;
-  char* highest;
+  char* higher;
 };
 
 // Builds the statements with src/core. This frame owns C++ containers, so
 // its PostgreSQL calls (pstrdup) go through pg_guard.
 SqlText build_sql(const char* target, const char* fence_column,
-                  char** set_columns, int n_set, const MatchSpec* match,
+                  const ColumnSpec* set, int n_set, const ColumnSpec* match,
                   int n_match) {
-  std::vector<std::string> changes(set_columns, set_columns + n_set);
-  std::vector<MatchColumn> matches;
-  for (int i = 0; i < n_match; ++i) {
-    matches.push_back(
-        MatchColumn{match[i].column, match[i].equality, match[i].is_null});
-  }
-  FencedUpdateSql sql =
-      build_fenced_update(target, fence_column, changes, matches);
+  auto columns = [](const ColumnSpec* specs, int n) {
+    std::vector<FencedColumn> out;
+    for (int i = 0; i < n; ++i) {
+      out.push_back(FencedColumn{specs[i].column, specs[i].type,
+                                 specs[i].equality ? specs[i].equality : "",
+                                 specs[i].is_null});
+    }
+    return out;
+  };
+  FencedUpdateSql sql = build_fenced_update(
+      target, fence_column, columns(set, n_set), columns(match, n_match));
   SqlText out;
   out.update = pg_guard([&]() { return pstrdup(sql.update.c_str()); });
-  out.highest = pg_guard([&]() { return pstrdup(sql.highest.c_str()); });
+  out.higher = pg_guard([&]() { return pstrdup(sql.higher.c_str()); });
   return out;
+}
+
+// The column's type as SQL, schema-qualified so that search_path cannot
+// change it, with its typmod (varchar(10), numeric(8,2), ...).
+const char* qualified_type(Form_pg_attribute att) {
+  return format_type_extended(att->atttypid, att->atttypmod,
+                              FORMAT_TYPE_TYPEMOD_GIVEN |
+                                  FORMAT_TYPE_FORCE_QUALIFY);
 }
 
 // The target's fence column: must exist and be bigint (42703, 42804).
@@ -183,10 +195,10 @@ DLOCK_FUNCTION(dlock_fenced_update) {
 
   List* set_keys = object_keys(changes, "changes");
   List* match_keys = object_keys(match, "match");
-  char** set_columns =
-      static_cast<char**>(palloc0(sizeof(char*) * (list_length(set_keys) + 1)));
-  MatchSpec* match_specs = static_cast<MatchSpec*>(
-      palloc0(sizeof(MatchSpec) * (list_length(match_keys) + 1)));
+  ColumnSpec* set_specs = static_cast<ColumnSpec*>(
+      palloc0(sizeof(ColumnSpec) * (list_length(set_keys) + 1)));
+  ColumnSpec* match_specs = static_cast<ColumnSpec*>(
+      palloc0(sizeof(ColumnSpec) * (list_length(match_keys) + 1)));
   int n_set = 0;
   int n_match = 0;
   ListCell* lc;
@@ -198,38 +210,40 @@ DLOCK_FUNCTION(dlock_fenced_update) {
                   std::string("dlock sets \"") + fence_column +
                       "\" to the token.");
     }
-    writable_column(rel, column, true);
-    set_columns[n_set++] = pstrdup(quote_identifier(column));
+    Form_pg_attribute att = writable_column(rel, column, true);
+    set_specs[n_set++] = ColumnSpec{pstrdup(quote_identifier(column)),
+                                    qualified_type(att), nullptr, false};
   }
   foreach (lc, match_keys) {
     const char* column = static_cast<const char*>(lfirst(lc));
     Form_pg_attribute att = writable_column(rel, column, false);
-    match_specs[n_match++] =
-        MatchSpec{pstrdup(quote_identifier(column)),
-                  equality_operator(att->atttypid, column),
-                  value_is_null(match, column)};
+    match_specs[n_match++] = ColumnSpec{
+        pstrdup(quote_identifier(column)), qualified_type(att),
+        equality_operator(att->atttypid, column), value_is_null(match, column)};
   }
   const char* qualified = quote_qualified_identifier(
       get_namespace_name(RelationGetNamespace(rel)),
       RelationGetRelationName(rel));
   table_close(rel, NoLock);
 
-  SqlText sql = build_sql(qualified, quote_identifier(fence_column),
-                          set_columns, n_set, match_specs, n_match);
+  SqlText sql = build_sql(qualified, quote_identifier(fence_column), set_specs,
+                          n_set, match_specs, n_match);
 
   // Runs as the caller: GRANTs and row-level security apply.
   Datum args[3] = {Int64GetDatum(token), JsonbPGetDatum(changes),
                    JsonbPGetDatum(match)};
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "dlock: SPI_connect failed");
   int64 updated = run_counted(sql.update, args, nullptr);
+  // Any matching row a newer holder wrote makes the whole write stale: the
+  // error also undoes the rows this UPDATE did change.
   int64 highest = 0;
-  int64 matched = updated > 0 ? updated : run_counted(sql.highest, args, &highest);
+  int64 newer_rows = run_counted(sql.higher, args, &highest);
   SPI_finish();
-  if (updated == 0 && matched > 0 && highest > token) {
+  if (newer_rows > 0) {
     throw Error(sqlstate::stale_token,
                 std::string("fencing token ") + std::to_string(token) +
                     " is stale for " + qualified,
-                std::to_string(matched) +
+                std::to_string(newer_rows) +
                     " matching row(s) carry a higher fence; the highest is " +
                     std::to_string(highest) + ".",
                 "Stop writing: a newer holder has written these rows.");
@@ -240,7 +254,7 @@ DLOCK_FUNCTION(dlock_fenced_update) {
 // dlock.fence(resource text, token bigint) RETURNS bigint
 DLOCK_FUNCTION(dlock_fence) {
   const char* resource = required_text(fcinfo, 0, "resource");
-  check_name(resource);
+  check_name(resource, "resource");
   int64 token = required_token(fcinfo, 1);
   check_token_issued(token, last_issued_token());
   Writer w = open_writer();
@@ -260,7 +274,7 @@ DLOCK_FUNCTION(dlock_fence) {
 
 // Trigger installed by dlock.protect(): BEFORE INSERT OR UPDATE FOR EACH
 // ROW, argument: the fence column. Refuses to lower a row's fence (LD001)
-// and a fence dlock never issued (LD003).
+// and a fence dlock never issued (LD003); 0 means "not fenced yet".
 DLOCK_FUNCTION(dlock_fence_guard) {
   if (!CALLED_AS_TRIGGER(fcinfo)) {
     throw Error(sqlstate::feature_not_supported,
@@ -282,6 +296,14 @@ DLOCK_FUNCTION(dlock_fence_guard) {
                 std::string("fence column \"") + fence_column +
                     "\" does not exist");
   }
+  Oid fence_type = TupleDescAttr(desc, attnum - 1)->atttypid;
+  if (fence_type != INT8OID) {
+    const char* type_name = format_type_be(fence_type);
+    throw Error(sqlstate::datatype_mismatch,
+                std::string("fence column \"") + fence_column +
+                    "\" must be of type bigint",
+                std::string("It is of type ") + type_name + ".");
+  }
   bool is_update = TRIGGER_FIRED_BY_UPDATE(event);
   HeapTuple row = is_update ? trigger->tg_newtuple : trigger->tg_trigtuple;
   bool new_null;
@@ -301,7 +323,8 @@ DLOCK_FUNCTION(dlock_fence_guard) {
                 "The row's fence is " + std::to_string(old_fence) + ".",
                 "Stop writing: a newer holder has written this row.");
   }
-  if (!new_null && (old_null || fence != old_fence)) {
+  // 0 marks a row no holder has written yet (e.g. DEFAULT 0).
+  if (!new_null && fence != 0 && (old_null || fence != old_fence)) {
     check_token_issued(fence, last_issued_token());
   }
   return PointerGetDatum(row);

@@ -122,6 +122,7 @@ bool attempt_grant(const Request& req, Granted* out, Micros* holder_left) {
     *holder_left = row->expires_at - now;
     return false;
   }
+  PreventCommandDuringRecovery("granting a lease");
   LOCKTAG gate = gate_tag(req.name);
   if (!try_gate(gate)) return false;
 

@@ -41,6 +41,7 @@ enum PlanId {
   kEpochWrite,
   kFence,
   kFenceRead,
+  kAdvisoryName,
   kPlanCount
 };
 
@@ -113,20 +114,26 @@ const PlanSpec kPlans[kPlanCount] = {
      "   FOR SHARE",
      1,
      {TEXTOID}},
-    // kEpochRead: the history (cluster, timeline) tokens were last issued on.
-    {"SELECT system_identifier, timeline FROM dlock.token_epoch", 0, {}},
+    // kEpochRead: the history (cluster, timeline, database) tokens were
+    // last issued on.
+    {"SELECT system_identifier, timeline, database"
+     "  FROM dlock.token_epoch",
+     0,
+     {}},
     // kEpochLock: the same, locked so that one transaction moves the
     // sequence to a new epoch.
-    {"SELECT system_identifier, timeline FROM dlock.token_epoch FOR UPDATE",
+    {"SELECT system_identifier, timeline, database"
+     "  FROM dlock.token_epoch FOR UPDATE",
      0,
      {}},
     // kEpochWrite: tokens are now issued on this history.
-    {"INSERT INTO dlock.token_epoch AS e (system_identifier, timeline)"
-     " VALUES ($1, $2)"
+    {"INSERT INTO dlock.token_epoch AS e"
+     "       (system_identifier, timeline, database)"
+     " VALUES ($1, $2, $3)"
      " ON CONFLICT (single_row) DO UPDATE"
-     "   SET system_identifier = $1, timeline = $2",
-     2,
-     {INT8OID, INT4OID}},
+     "   SET system_identifier = $1, timeline = $2, database = $3",
+     3,
+     {INT8OID, INT4OID, OIDOID}},
     // kFence: accept a token equal to or above the resource's highest.
     // ON CONFLICT locks the resource's row even when the token is refused.
     {"INSERT INTO dlock.fences AS f (resource, token, fenced_at)"
@@ -141,6 +148,12 @@ const PlanSpec kPlans[kPlanCount] = {
     {"SELECT token FROM dlock.fences WHERE resource OPERATOR(pg_catalog.=) $1",
      1,
      {TEXTOID}},
+    // kAdvisoryName: the name behind an advisory key; writes nothing when
+    // the key is already known.
+    {"INSERT INTO dlock.advisory_names (key, name) VALUES ($1, $2)"
+     " ON CONFLICT (key) DO NOTHING",
+     2,
+     {INT8OID, TEXTOID}},
 };
 
 SPIPlanPtr saved_plans[kPlanCount];
@@ -184,11 +197,13 @@ StoredLease result_lease() {
 }
 
 // The history this backend last saw tokens issued on; zero until checked.
+// A backend serves one database, so the database needs no cache entry.
 uint64 epoch_system_identifier = 0;
 TimeLineID epoch_timeline = 0;
 
 // Moves the sequence to a new epoch when tokens are about to be issued on
-// a history (cluster, timeline) other than the one recorded in
+// a history (cluster, timeline, database: a CREATE DATABASE ... TEMPLATE
+// copy must not repeat its original's tokens) other than the one recorded in
 // dlock.token_epoch. A database at extension version 0.1.0 has no such
 // table and keeps issuing plain sequence values.
 void enter_epoch(Oid seq) {
@@ -204,7 +219,8 @@ void enter_epoch(Oid seq) {
   auto recorded_history_is_current = [&](PlanId plan) {
     return run(plan, nullptr, "") == 1 &&
            static_cast<uint64>(DatumGetInt64(result_column(1))) == sysid &&
-           static_cast<TimeLineID>(DatumGetInt32(result_column(2))) == tli;
+           static_cast<TimeLineID>(DatumGetInt32(result_column(2))) == tli &&
+           DatumGetObjectId(result_column(3)) == MyDatabaseId;
   };
   if (!recorded_history_is_current(kEpochRead) &&
       !recorded_history_is_current(kEpochLock)) {
@@ -213,9 +229,10 @@ void enter_epoch(Oid seq) {
       DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq),
                           Int64GetDatum(epoch_floor(*last)));
     }
-    Datum args[2] = {Int64GetDatum(static_cast<int64>(sysid)),
-                     Int32GetDatum(static_cast<int32>(tli))};
-    run(kEpochWrite, args, "  ");
+    Datum args[3] = {Int64GetDatum(static_cast<int64>(sysid)),
+                     Int32GetDatum(static_cast<int32>(tli)),
+                     ObjectIdGetDatum(MyDatabaseId)};
+    run(kEpochWrite, args, "   ");
   }
   epoch_system_identifier = sysid;
   epoch_timeline = tli;
@@ -230,8 +247,9 @@ int64 next_token() {
   Form_pg_sequence form = reinterpret_cast<Form_pg_sequence>(GETSTRUCT(tup));
   bool cycles = form->seqcycle;
   int64 cache = form->seqcache;
+  int64 increment = form->seqincrement;
   ReleaseSysCache(tup);
-  check_token_sequence(cycles, cache,
+  check_token_sequence(cycles, cache, increment,
                        get_rel_persistence(seq) == RELPERSISTENCE_PERMANENT);
   enter_epoch(seq);
   return nextval_internal(seq, false);
@@ -263,6 +281,12 @@ bool write_fence(const char* resource, int64 token, int64* highest) {
   run(kFenceRead, args, " ");
   *highest = DatumGetInt64(result_column(1));
   return false;
+}
+
+void remember_advisory_name(int64 key, const char* name) {
+  if (XactReadOnly || RecoveryInProgress()) return;
+  Datum args[2] = {Int64GetDatum(key), CStringGetTextDatum(name)};
+  run(kAdvisoryName, args, "  ");
 }
 
 std::optional<StoredLease> read_lease(const char* name) {
@@ -353,7 +377,11 @@ uint64 write_grant(const Writer& w, GrantWrite kind, const char* name,
                    const char* owner, TimestampTz now, TimestampTz expires_at,
                    Interval* ttl, int64 seen_token) {
   // The new token is drawn here, with the lease's gate held.
-  int64 new_token = kind == GrantWrite::extend ? seen_token : next_token();
+  int64 new_token = seen_token;
+  if (kind != GrantWrite::extend) {
+    new_token = next_token();
+    check_token_grows(new_token, seen_token);
+  }
   Datum args[8] = {
       CStringGetTextDatum(name),  CStringGetTextDatum(owner),
       CStringGetTextDatum(GetUserNameFromId(w.caller, false)),

@@ -76,6 +76,11 @@ std::optional<StoredLease> read_lease_for_share(const char* name);
 // *highest set to the resource's highest token. Runs inside a Writer.
 bool write_fence(const char* resource, int64 token, int64* highest);
 
+// Remembers which name an advisory key (dlock.key) was taken for, so the
+// views can show it. Skipped in read-only transactions and on standbys.
+// Runs inside a Writer.
+void remember_advisory_name(int64 key, const char* name);
+
 int64 result_token();
 
 }  // namespace dlock

@@ -75,46 +75,73 @@ TEST(CheckTokenIssued, RefusesOthersWithLD003) {
   EXPECT_EQ(none.detail(), "No token has been issued yet.");
 }
 
-TEST(CheckTokenSequence, AcceptsOnlyNoCycleCacheOneLogged) {
-  EXPECT_NO_THROW(check_token_sequence(false, 1, true));
-  Error cycles = error_of([] { check_token_sequence(true, 1, true); });
+TEST(CheckTokenSequence, AcceptsOnlyNoCycleCacheOneCountingUpLogged) {
+  EXPECT_NO_THROW(check_token_sequence(false, 1, 1, true));
+  EXPECT_NO_THROW(check_token_sequence(false, 1, 5, true));
+  Error cycles = error_of([] { check_token_sequence(true, 1, 1, true); });
   EXPECT_STREQ(cycles.sqlstate(), "55000");
   EXPECT_NE(cycles.detail().find("CYCLE"), std::string::npos);
-  Error cached = error_of([] { check_token_sequence(false, 20, true); });
+  Error cached = error_of([] { check_token_sequence(false, 20, 1, true); });
   EXPECT_STREQ(cached.sqlstate(), "55000");
   EXPECT_NE(cached.detail().find("CACHE"), std::string::npos);
-  Error unlogged = error_of([] { check_token_sequence(false, 1, false); });
+  Error down = error_of([] { check_token_sequence(false, 1, -1, true); });
+  EXPECT_STREQ(down.sqlstate(), "55000");
+  EXPECT_NE(down.detail().find("INCREMENT"), std::string::npos);
+  Error unlogged = error_of([] { check_token_sequence(false, 1, 1, false); });
   EXPECT_STREQ(unlogged.sqlstate(), "55000");
   EXPECT_NE(unlogged.detail().find("UNLOGGED"), std::string::npos);
 }
 
-TEST(BuildFencedUpdate, OneStatementWithBoundValues) {
+TEST(CheckTokenGrows, NewTokenMustExceedThePrevious) {
+  EXPECT_NO_THROW(check_token_grows(11, 10));
+  EXPECT_NO_THROW(check_token_grows(1, 0));
+  Error same = error_of([] { check_token_grows(10, 10); });
+  EXPECT_STREQ(same.sqlstate(), "55000");
+  EXPECT_EQ(same.detail(),
+            "It issued 10 for a lease last granted with token 10.");
+  EXPECT_STREQ(error_of([] { check_token_grows(3, 10); }).sqlstate(), "55000");
+  EXPECT_STREQ(error_of([] { check_token_grows(0, -1); }).sqlstate(), "55000");
+}
+
+FencedColumn column(const char* name, const char* type) {
+  return FencedColumn{name, type, "", false};
+}
+
+FencedColumn match_on(const char* name, const char* type, bool is_null) {
+  return FencedColumn{name, type, "OPERATOR(pg_catalog.=)", is_null};
+}
+
+TEST(BuildFencedUpdate, OneStatementWithTypedBoundValues) {
   FencedUpdateSql sql = build_fenced_update(
-      "public.accounts", "fence_token", {"balance", "\"Note\""},
-      {MatchColumn{"id", "OPERATOR(pg_catalog.=)", false},
-       MatchColumn{"region", "OPERATOR(pg_catalog.=)", true}});
+      "public.accounts", "fence_token",
+      {column("balance", "numeric(8,2)"), column("\"Note\"", "pg_catalog.text")},
+      {match_on("id", "integer", false), match_on("region", "pg_catalog.text", true)});
   EXPECT_EQ(sql.update,
             "UPDATE public.accounts AS t SET balance = c.balance, "
             "\"Note\" = c.\"Note\", fence_token = $1 FROM "
-            "pg_catalog.jsonb_populate_record(NULL::public.accounts, $2) AS c, "
-            "pg_catalog.jsonb_populate_record(NULL::public.accounts, $3) AS m "
+            "pg_catalog.jsonb_to_record($2) AS c(balance numeric(8,2), "
+            "\"Note\" pg_catalog.text), "
+            "pg_catalog.jsonb_to_record($3) AS m(id integer, region "
+            "pg_catalog.text) "
             "WHERE t.id OPERATOR(pg_catalog.=) m.id AND t.region IS NULL AND "
             "(t.fence_token IS NULL OR t.fence_token OPERATOR(pg_catalog.<=) "
             "$1)");
-  EXPECT_EQ(sql.highest,
+  EXPECT_EQ(sql.higher,
             "SELECT pg_catalog.count(*), pg_catalog.max(t.fence_token) FROM "
             "public.accounts AS t, "
-            "pg_catalog.jsonb_populate_record(NULL::public.accounts, $3) AS m "
-            "WHERE t.id OPERATOR(pg_catalog.=) m.id AND t.region IS NULL");
+            "pg_catalog.jsonb_to_record($3) AS m(id integer, region "
+            "pg_catalog.text) "
+            "WHERE t.id OPERATOR(pg_catalog.=) m.id AND t.region IS NULL "
+            "AND t.fence_token OPERATOR(pg_catalog.>) $1");
 }
 
 TEST(BuildFencedUpdate, RefusesEmptyChangesOrMatch) {
-  std::vector<MatchColumn> match{
-      MatchColumn{"id", "OPERATOR(pg_catalog.=)", false}};
+  std::vector<FencedColumn> match{match_on("id", "integer", false)};
   Error no_changes =
       error_of([&] { build_fenced_update("t", "f", {}, match); });
   EXPECT_STREQ(no_changes.sqlstate(), "22023");
-  Error no_match = error_of([] { build_fenced_update("t", "f", {"a"}, {}); });
+  Error no_match = error_of(
+      [] { build_fenced_update("t", "f", {column("a", "integer")}, {}); });
   EXPECT_STREQ(no_match.sqlstate(), "22023");
   EXPECT_FALSE(no_match.hint().empty());
 }
