@@ -2,22 +2,32 @@
 //
 // Each worker loops: wait for the lease with dlock.acquire(), record the
 // hold in dlock_demo.holds (in the grant's own transaction, so a recorded
-// hold and a granted lease are the same thing), work 100-400 ms, release
-// and record how the hold ended. Midway, the director (the parent process)
-// finds the current holder in dlock.leases and disrupts it: a scene. The
-// one scene here kills the holder with SIGKILL; its lease stays held until
-// it expires on the server clock, and only then does another worker take
-// over, with a higher token.
+// hold and a granted lease are the same thing), prepare the report for
+// 100-400 ms, write it to the row dlock_demo.report with
+// dlock.fenced_update() and its token, release, and record how the write
+// and the hold ended. Midway, the director (the parent process) finds the
+// current holder in dlock.leases and disrupts it: a scene.
+//
+//   1. A holder dies: SIGKILL. Its lease stays held until it expires on the
+//      server clock, and only then does another worker take over, with a
+//      higher token.
+//   2. A holder pauses: SIGSTOP while it prepares its write, like a long
+//      garbage-collection pause. Its lease expires, another worker takes
+//      over with a higher token and writes the report. When the paused
+//      worker is resumed (SIGCONT) it still believes it holds the lease and
+//      sends its write: the report row carries the newer token in its fence
+//      column, so dlock.fenced_update() rejects the write with SQLSTATE
+//      LD001 and the row keeps the newer holder's write.
 //
 // At the end the director prints the timeline, the dlock.leases view and
-// checks computed by SQL from the holds table, and exits non-zero if one
-// fails.
+// checks computed by SQL from the holds and report tables, and exits
+// non-zero if one fails.
 //
-// Adding a scene (e.g. a paused holder: SIGSTOP in play(), SIGCONT in
-// after_takeover()) means one more entry in scenes(): the director already
-// finds a fresh holder and waits for the takeover, and a worker whose
-// release returns false records its hold as 'lost', which the timeline and
-// the checks treat like a killed hold (it ended at its expiry).
+// Adding a scene means one more entry in scenes(): the director finds a
+// fresh holder, plays the scene, waits for the takeover and runs the
+// scene's after_takeover(). A worker whose release returns false records
+// its hold as 'lost', which the timeline and the checks treat like a
+// killed hold (it ended at its expiry).
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -47,13 +57,15 @@ using std::chrono::milliseconds;
 
 constexpr char kLease[] = "nightly-report";
 constexpr char kTtl[] = "2 s";            // lease time-to-live
+constexpr auto kTtlDuration = milliseconds(2'000);  // the same, for the clock
 constexpr char kWaitTimeout[] = "1 s";    // how long one acquire() waits
 constexpr int kWorkers = 6;
-constexpr auto kRunFor = milliseconds(13'000);
+constexpr auto kRunFor = milliseconds(15'000);
 constexpr int kWorkMinMs = 100;
 constexpr int kWorkMaxMs = 400;
 // The director disrupts a holder only this soon after its work began, so
-// the holder is sure to be still working (kWorkMinMs) when hit.
+// the holder is sure to be still preparing (kWorkMinMs), its write not yet
+// sent, when hit.
 constexpr auto kFreshHold = milliseconds(40);
 
 std::string worker_name(int id) { return "worker-" + std::to_string(id); }
@@ -65,7 +77,7 @@ std::string app_name(int id) { return "dlock-demo " + worker_name(id); }
 // atomics work across processes). Slot 0 is unused; workers are 1..kWorkers.
 
 struct Slot {
-  std::atomic<std::int64_t> token{0};          // held while working, else 0
+  std::atomic<std::int64_t> token{0};          // held while preparing, else 0
   std::atomic<std::int64_t> work_began_ns{0};  // steady clock
 };
 
@@ -95,6 +107,46 @@ volatile sig_atomic_t g_stop = 0;
 pid_t g_director = 0;  // set before the workers are forked
 
 void on_sigterm(int) { g_stop = 1; }
+
+// Writes the report through dlock.fenced_update() with the hold's token and
+// records the outcome in the hold's row. The row accepts the write only if
+// its fence_token is not above the token (and then sets it to the token);
+// otherwise the call fails with LD001 (stale fencing token) and nothing
+// changes. An accepted write and its record commit together.
+void write_report(pgc::Connection& c, const std::string& owner,
+                  const std::string& token) {
+  c.exec("BEGIN");
+  pgc::Result w = c.try_exec(
+      "SELECT dlock.fenced_update('dlock_demo.report', $1::bigint,"
+      "         jsonb_build_object('written_by', $2::text,"
+      "                            'written_at', clock_timestamp()),"
+      "         jsonb_build_object('name', $3::text))",
+      token, owner, kLease);
+  if (w.ok()) {
+    c.exec(
+        "UPDATE dlock_demo.holds"
+        "   SET wrote = CASE WHEN $2::bigint = 1 THEN 'accepted'"
+        "                    ELSE 'no row' END,"
+        "       wrote_at = clock_timestamp()"
+        " WHERE token = $1::bigint",
+        token, w.value(0, 0));
+    c.exec("COMMIT");
+    return;
+  }
+  c.exec("ROLLBACK");
+  if (w.sqlstate() != "LD001") throw pgc::PgError(w.sqlstate(), w.error());
+  // Rejected: a newer holder has written the row. Keep the server's words.
+  const char* message = PQresultErrorField(w.get(), PG_DIAG_MESSAGE_PRIMARY);
+  const char* detail = PQresultErrorField(w.get(), PG_DIAG_MESSAGE_DETAIL);
+  c.exec(
+      "UPDATE dlock_demo.holds"
+      "   SET wrote = 'rejected', wrote_at = clock_timestamp(),"
+      "       write_error = $2"
+      " WHERE token = $1::bigint",
+      token,
+      std::string(message ? message : "") +
+          (detail ? std::string("\n") + detail : std::string()));
+}
 
 void run_worker(int id, Slot& slot) {
   struct sigaction sa = {};
@@ -134,10 +186,14 @@ void run_worker(int id, Slot& slot) {
         id, token, lease.value(0, 1), lease.value(0, 2));
     c.exec("COMMIT");
 
+    // Prepare the report. A holder paused here (SIGSTOP) wakes up believing
+    // it still holds the lease and goes on to write.
     slot.token = std::stoll(token);
     slot.work_began_ns = now_ns();
     std::this_thread::sleep_for(milliseconds(work_ms(rng)));
     slot.token = 0;
+
+    write_report(c, owner, token);
 
     c.exec("BEGIN");
     bool released =
@@ -178,6 +234,7 @@ struct Worker {
   pid_t pid = 0;
   bool running = false;
   bool killed_by_scene = false;
+  bool paused = false;  // stopped with SIGSTOP, not yet resumed
   bool forced = false;  // did not stop when asked
   int status = 0;       // from waitpid, once it has ended
 };
@@ -220,18 +277,25 @@ class Director {
  private:
   std::vector<Scene> scenes() const {
     return {{"a holder dies: SIGKILL while it holds the lease",
-             milliseconds(4'500), &Director::kill_holder, nullptr}};
+             milliseconds(4'500), &Director::kill_holder, nullptr},
+            {"a holder pauses: SIGSTOP while it prepares its fenced write",
+             milliseconds(9'000), &Director::pause_holder,
+             &Director::resume_paused_holder}};
   }
 
   void start_workers();
   void stop_workers();
   bool find_fresh_holder(Holder& out, milliseconds give_up_after);
   bool kill_holder(const Holder& victim);
+  bool pause_holder(const Holder& victim);
+  void resume_paused_holder(const Holder& victim);
+  void resume(Worker& w);
   void wait_for_backend_exit(int worker);
   void wait_for_takeover(const Holder& victim);
 
   void print_timeline();
   void print_leases_view();
+  void print_report_row();
   bool run_checks();
 
   // Seconds since the run began, for live messages.
@@ -259,6 +323,20 @@ class Director {
   std::optional<pgc::Connection> db_;
   int scenes_hit_ = 0;
   int scenes_planned_ = 0;
+
+  // What the pause scene saw, for the checks.
+  struct PauseOutcome {
+    int worker = 0;
+    std::int64_t token = 0;         // the paused holder's
+    std::int64_t newer_token = 0;   // the first write after it, accepted
+    int newer_worker = 0;
+    double paused_s = 0;            // from SIGSTOP to SIGCONT
+    std::string wrote;              // the paused holder's write: 'rejected'?
+    std::int64_t row_fence = 0;     // the report row right after it
+    std::string row_written_by;
+  };
+  std::optional<PauseOutcome> pause_;
+  Clock::time_point paused_at_;
 };
 
 void Director::start_workers() {
@@ -347,6 +425,142 @@ bool Director::kill_holder(const Holder& victim) {
   return true;
 }
 
+// Scene: SIGSTOP the holder while it prepares its write, as a long
+// garbage-collection pause would. Its lease runs out while it is stopped;
+// it keeps believing it holds it.
+bool Director::pause_holder(const Holder& victim) {
+  Worker& w = workers_[victim.worker - 1];
+  kill(w.pid, SIGSTOP);
+  int status = 0;
+  if (waitpid(w.pid, &status, WUNTRACED) != w.pid || !WIFSTOPPED(status)) {
+    w.status = status;
+    w.running = false;
+    say(worker_name(w.id) + " ended before it could be paused");
+    return false;
+  }
+  w.paused = true;
+  paused_at_ = Clock::now();
+  // It is stopped, so its slot cannot change: is it still preparing the
+  // write of this hold, and is the lease still its own?
+  pgc::Result lease = db_->exec(
+      "SELECT token, state, expires_at FROM dlock.leases WHERE name = $1",
+      kLease);
+  bool still_held = lease.rows() == 1 && lease.int64(0, 0) == victim.token &&
+                    lease.value(0, 1) == "held";
+  if (shared_.slots[w.id].token != victim.token || !still_held) {
+    resume(w);
+    say(worker_name(w.id) + " had already sent its write for token " +
+        std::to_string(victim.token) + " when paused; resumed it at once");
+    return false;
+  }
+  say(worker_name(w.id) + " (pid " + std::to_string(w.pid) +
+      ") paused with SIGSTOP while holding token " +
+      std::to_string(victim.token) + ", before sending its fenced write");
+  say("it still believes it holds the lease, which expires at " +
+      offset(lease.value(0, 2)));
+  return true;
+}
+
+void Director::resume(Worker& w) {
+  if (!w.paused) return;
+  kill(w.pid, SIGCONT);
+  w.paused = false;
+}
+
+// After the takeover: wait for the newer holder's fenced write, resume the
+// paused holder (by then paused longer than its ttl) and show its write
+// being rejected and the report row it could not touch.
+void Director::resume_paused_holder(const Holder& victim) {
+  Worker& w = workers_[victim.worker - 1];
+  PauseOutcome out;
+  out.worker = w.id;
+  out.token = victim.token;
+
+  auto give_up = Clock::now() + milliseconds(5'000);
+  while (Clock::now() < give_up) {
+    pgc::Result r = db_->exec(
+        "SELECT worker, token,"
+        "       to_char(extract(epoch FROM wrote_at - $2::timestamptz),"
+        "               'FM990.000')"
+        "  FROM dlock_demo.holds"
+        " WHERE token > $1 AND wrote = 'accepted'"
+        " ORDER BY token LIMIT 1",
+        victim.token, t0_);
+    if (r.rows() == 1) {
+      out.newer_worker = static_cast<int>(r.int64(0, 0));
+      out.newer_token = r.int64(0, 1);
+      say(worker_name(out.newer_worker) +
+          " wrote the report with dlock.fenced_update(..., token " +
+          r.value(0, 1) + ", ...): accepted at +" + r.value(0, 2) +
+          " s; the row's fence_token is now " + r.value(0, 1));
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  if (out.newer_token == 0) say("no newer holder wrote the report within 5 s");
+
+  // Paused for longer than its ttl (in practice it already is: the newer
+  // holder could only take over once the lease had expired).
+  std::this_thread::sleep_until(paused_at_ + kTtlDuration + milliseconds(1));
+  resume(w);
+  out.paused_s =
+      std::chrono::duration<double>(Clock::now() - paused_at_).count();
+  char paused_for[32];
+  std::snprintf(paused_for, sizeof paused_for, "%.2f", out.paused_s);
+  say(worker_name(w.id) + " resumed with SIGCONT after " + paused_for +
+      " s paused (ttl " + kTtl + "); unaware, it sends its fenced write"
+      " with token " + std::to_string(victim.token));
+
+  // Its write's outcome, read together with the report row in one snapshot.
+  give_up = Clock::now() + milliseconds(5'000);
+  std::string error;
+  while (Clock::now() < give_up) {
+    pgc::Result r = db_->exec(
+        "SELECT h.wrote, coalesce(h.write_error, ''),"
+        "       r.fence_token, coalesce(r.written_by, '')"
+        "  FROM dlock_demo.holds AS h, dlock_demo.report AS r"
+        " WHERE h.token = $1 AND h.wrote IS NOT NULL AND r.name = $2",
+        victim.token, kLease);
+    if (r.rows() == 1) {
+      out.wrote = r.value(0, 0);
+      error = r.value(0, 1);
+      out.row_fence = r.isnull(0, 2) ? 0 : r.int64(0, 2);
+      out.row_written_by = r.value(0, 3);
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  if (out.wrote == "rejected") {
+    say(worker_name(w.id) + "'s fenced_update with token " +
+        std::to_string(victim.token) + " was REJECTED: SQLSTATE LD001");
+    std::size_t nl = error.find('\n');
+    std::printf("             ERROR:  %s\n", error.substr(0, nl).c_str());
+    if (nl != std::string::npos) {
+      std::printf("             DETAIL:  %s\n", error.substr(nl + 1).c_str());
+    }
+  } else if (out.wrote.empty()) {
+    say(worker_name(w.id) + " did not report its write within 5 s");
+  } else {
+    say(worker_name(w.id) + "'s fenced write with token " +
+        std::to_string(victim.token) + " ended '" + out.wrote +
+        "', but it should have been rejected");
+  }
+  print_report_row();
+  if (out.row_fence == out.newer_token && out.newer_token != 0) {
+    std::printf("  The row holds only %s's write (token %lld); %s's late write"
+                " never reached it.\n\n",
+                worker_name(out.newer_worker).c_str(),
+                static_cast<long long>(out.newer_token),
+                worker_name(w.id).c_str());
+  } else {
+    std::printf("  The row holds a write with token %lld by %s.\n\n",
+                static_cast<long long>(out.row_fence),
+                out.row_written_by.c_str());
+  }
+  std::fflush(stdout);
+  pause_ = out;
+}
+
 void Director::wait_for_backend_exit(int worker) {
   auto give_up = Clock::now() + milliseconds(5'000);
   while (Clock::now() < give_up) {
@@ -381,8 +595,10 @@ void Director::wait_for_takeover(const Holder& victim) {
 
 void Director::stop_workers() {
   say("time is up: asking the workers to finish their current hold and stop");
-  for (const Worker& w : workers_) {
-    if (w.running) kill(w.pid, SIGTERM);
+  for (Worker& w : workers_) {
+    if (!w.running) continue;
+    resume(w);
+    kill(w.pid, SIGTERM);
   }
   auto give_up = Clock::now() + milliseconds(10'000);
   for (Worker& w : workers_) {
@@ -406,7 +622,9 @@ void Director::stop_workers() {
 int Director::run() {
   std::printf(
       "\n%d worker processes race for lease \"%s\" (ttl %s) for %lld s.\n"
-      "Each holder works 100-400 ms, records its hold and releases.\n\n",
+      "Each holder prepares the report for 100-400 ms, writes it to\n"
+      "dlock_demo.report with dlock.fenced_update() and its token, and\n"
+      "releases; every hold and write is recorded in dlock_demo.holds.\n\n",
       kWorkers, kLease, kTtl,
       static_cast<long long>(kRunFor.count() / 1000));
   start_workers();
@@ -464,22 +682,33 @@ void Director::print_timeline() {
       "       coalesce(ended, 'still held'),"
       "       to_char(extract(epoch FROM expires_at - $1::timestamptz),"
       "               'FM990.000'),"
-      "       lag(worker) OVER w, lag(ended) OVER w"
+      "       lag(worker) OVER w, lag(ended) OVER w,"
+      "       coalesce(wrote, '-'),"
+      "       to_char(extract(epoch FROM wrote_at - $1::timestamptz),"
+      "               'FM990.000')"
       "  FROM dlock_demo.holds WINDOW w AS (ORDER BY token)"
       " ORDER BY token",
       t0_);
   std::printf("\nTimeline of lease \"%s\" (seconds since the start, server "
               "clock)\n\n",
               kLease);
-  std::printf("  %9s  %-9s  %6s  %8s  %s\n", "acquired", "holder", "token",
-              "held", "how the hold ended");
-  std::printf("  %9s  %-9s  %6s  %8s  %s\n", "---------", "---------",
-              "------", "--------", "------------------");
+  std::printf("  %9s  %-9s  %6s  %8s  %-15s  %s\n", "acquired", "holder",
+              "token", "held", "fenced write", "how the hold ended");
+  std::printf("  %9s  %-9s  %6s  %8s  %-15s  %s\n", "---------", "---------",
+              "------", "--------", "---------------", "------------------");
   for (int i = 0; i < r.rows(); ++i) {
+    const std::int64_t token = r.int64(i, 1);
+    const bool paused = pause_ && pause_->token == token;
     std::string ended = r.value(i, 4);
     std::string how = ended;
     if (ended == "killed") {
       how = "killed (SIGKILL); lease expired at +" + r.value(i, 5) + " s";
+    } else if (ended == "lost" && paused) {
+      char paused_for[32];
+      std::snprintf(paused_for, sizeof paused_for, "%.2f", pause_->paused_s);
+      how = std::string("paused (SIGSTOP) ") + paused_for +
+            " s; lease expired at +" + r.value(i, 5) +
+            " s; its write came at +" + r.value(i, 9) + " s";
     } else if (ended == "lost") {
       how = "lost: release came too late; lease expired at +" +
             r.value(i, 5) + " s";
@@ -488,23 +717,17 @@ void Director::print_timeline() {
     if (prev == "killed" || prev == "lost") {
       how += "   <- took over from worker-" + r.value(i, 6);
     }
-    std::printf("  %+8.3fs  worker-%-2s  %6s  %7ss  %s\n",
+    std::string wrote = r.value(i, 8);
+    if (wrote == "rejected") wrote = "REJECTED LD001";
+    std::printf("  %+8.3fs  worker-%-2s  %6s  %7ss  %-15s  %s\n",
                 std::stod(r.value(i, 2)), r.value(i, 0).c_str(),
-                r.value(i, 1).c_str(), r.value(i, 3).c_str(), how.c_str());
+                r.value(i, 1).c_str(), r.value(i, 3).c_str(), wrote.c_str(),
+                how.c_str());
   }
 }
 
-void Director::print_leases_view() {
-  pgc::Result r = db_->exec(
-      "SELECT name, owner, token, state,"
-      "       to_char(acquired_at, 'HH24:MI:SS.MS') AS acquired_at,"
-      "       to_char(expires_at, 'HH24:MI:SS.MS') AS expires_at,"
-      "       valid_for, ttl,"
-      "       to_char(released_at, 'HH24:MI:SS.MS') AS released_at,"
-      "       acquired_by"
-      "  FROM dlock.leases WHERE name = $1",
-      kLease);
-  std::printf("\nSELECT * FROM dlock.leases;   (times of day, server clock)\n\n");
+// A query's result laid out like psql's aligned format.
+void print_table(const pgc::Result& r) {
   std::vector<std::size_t> width(r.cols());
   for (int c = 0; c < r.cols(); ++c) {
     width[c] = std::string(PQfname(r.get(), c)).size();
@@ -512,7 +735,6 @@ void Director::print_leases_view() {
       width[c] = std::max(width[c], r.value(i, c).size());
     }
   }
-  // Laid out like psql's aligned format.
   auto line = [&](auto cell, char pad, const char* sep) {
     std::string out = "  ";
     for (int c = 0; c < r.cols(); ++c) {
@@ -531,8 +753,35 @@ void Director::print_leases_view() {
   std::printf("  (%d row%s)\n", r.rows(), r.rows() == 1 ? "" : "s");
 }
 
+void Director::print_leases_view() {
+  pgc::Result r = db_->exec(
+      "SELECT name, owner, token, state,"
+      "       to_char(acquired_at, 'HH24:MI:SS.MS') AS acquired_at,"
+      "       to_char(expires_at, 'HH24:MI:SS.MS') AS expires_at,"
+      "       valid_for, ttl,"
+      "       to_char(released_at, 'HH24:MI:SS.MS') AS released_at,"
+      "       acquired_by"
+      "  FROM dlock.leases WHERE name = $1",
+      kLease);
+  std::printf("\nSELECT * FROM dlock.leases;   (times of day, server clock)\n\n");
+  print_table(r);
+}
+
+void Director::print_report_row() {
+  pgc::Result r = db_->exec(
+      "SELECT name, written_by,"
+      "       to_char(written_at, 'HH24:MI:SS.MS') AS written_at, fence_token"
+      "  FROM dlock_demo.report WHERE name = $1",
+      kLease);
+  std::printf("\n  SELECT * FROM dlock_demo.report;   (right after the paused"
+              " holder's late write)\n\n");
+  print_table(r);
+  std::printf("\n");
+}
+
 bool Director::run_checks() {
-  std::printf("\nChecks, computed by SQL from dlock_demo.holds\n\n");
+  std::printf(
+      "\nChecks, computed by SQL from dlock_demo.holds and dlock_demo.report\n\n");
   bool all_ok = true;
   auto check = [&](bool ok, const std::string& what) {
     std::printf("  [%s] %s\n", ok ? "ok" : "FAILED", what.c_str());
@@ -596,8 +845,10 @@ bool Director::run_checks() {
       continue;
     }
     const std::int64_t gap_ms = k.int64(i, 7);
+    const bool paused = pause_ && pause_->token == k.int64(i, 1);
     check(k.boolean(i, 8),
-          "worker-" + k.value(i, 0) + " was " + k.value(i, 2) +
+          "worker-" + k.value(i, 0) + " was " +
+              (paused ? std::string("paused") : k.value(i, 2)) +
               " holding token " + k.value(i, 1) +
               "; its lease expired at +" + k.value(i, 3) + " s and worker-" +
               k.value(i, 4) + " took over at +" + k.value(i, 6) +
@@ -613,10 +864,69 @@ bool Director::run_checks() {
         "every hold not hit by a scene ended with a successful release (" +
             std::to_string(holds - unreleased) + " released, " +
             std::to_string(unreleased) + " not)");
+
+  // The fenced writes, in the order they were made.
+  pgc::Result f = db_->exec(
+      "WITH a AS ("
+      "  SELECT token, worker, lag(token) OVER (ORDER BY wrote_at, token)"
+      "                        AS prev_token"
+      "    FROM dlock_demo.holds WHERE wrote = 'accepted')"
+      " SELECT (SELECT count(*) FROM a),"
+      "        (SELECT count(*) FROM a WHERE token <= prev_token),"
+      "        (SELECT count(*) FROM dlock_demo.holds"
+      "          WHERE wrote = 'rejected'),"
+      "        (SELECT count(*) FROM dlock_demo.holds"
+      "          WHERE wrote = 'rejected' AND ended IS DISTINCT FROM 'lost'),"
+      "        (SELECT count(*) FROM dlock_demo.holds WHERE wrote = 'no row'),"
+      "        (SELECT count(*) FROM dlock_demo.holds"
+      "          WHERE ended = 'released'"
+      "            AND wrote IS DISTINCT FROM 'accepted'),"
+      "        (SELECT fence_token IS NOT DISTINCT FROM"
+      "                (SELECT max(token) FROM a)"
+      "            AND written_by IS NOT DISTINCT FROM"
+      "                (SELECT 'worker-' || worker FROM a"
+      "                  ORDER BY token DESC LIMIT 1)"
+      "           FROM dlock_demo.report WHERE name = $1),"
+      "        (SELECT fence_token FROM dlock_demo.report WHERE name = $1)",
+      kLease);
+  const std::int64_t accepted = f.int64(0, 0);
+  const std::int64_t rejected = f.int64(0, 2);
+  check(accepted >= 2 && f.int64(0, 1) == 0,
+        std::to_string(accepted) +
+            " fenced writes accepted, each with a higher token than the"
+            " write before it");
+  check(f.int64(0, 4) == 0 && f.int64(0, 5) == 0,
+        "every hold that released the lease had its fenced write accepted");
+  check(rejected >= 1 && f.int64(0, 3) == 0,
+        std::to_string(rejected) +
+            " fenced write(s) rejected with LD001, each by a holder that had"
+            " lost its lease");
+  check(!f.isnull(0, 6) && f.boolean(0, 6),
+        "the report row holds the last accepted write (fence_token " +
+            f.value(0, 7) + ")");
+  if (pause_) {
+    const PauseOutcome& p = *pause_;
+    char paused_for[32];
+    std::snprintf(paused_for, sizeof paused_for, "%.2f", p.paused_s);
+    check(p.wrote == "rejected" && p.newer_token > p.token &&
+              p.row_fence > p.token &&
+              p.row_written_by != worker_name(p.worker) &&
+              p.paused_s > std::chrono::duration<double>(kTtlDuration).count(),
+          worker_name(p.worker) + " was paused " + paused_for + " s (ttl " +
+              kTtl + ") holding token " + std::to_string(p.token) + "; " +
+              (p.newer_worker ? worker_name(p.newer_worker) : "nobody") +
+              " wrote with token " + std::to_string(p.newer_token) +
+              " meanwhile; the late write was " +
+              (p.wrote == "rejected" ? std::string("rejected with LD001")
+               : p.wrote.empty()     ? std::string("never reported")
+                                     : "'" + p.wrote + "'") +
+              " and the row kept fence_token " + std::to_string(p.row_fence) +
+              " (written by " + p.row_written_by + ")");
+  }
   return all_ok;
 }
 
-// Creates the demo's table afresh and returns the server clock at the
+// Creates the demo's tables afresh and returns the server clock at the
 // start. Uses its own connection, closed before any fork.
 std::string set_up_database() {
   pgc::Connection c;
@@ -636,7 +946,20 @@ std::string set_up_database() {
       "  acquired_at timestamptz NOT NULL,"
       "  expires_at  timestamptz NOT NULL,"
       "  released_at timestamptz,"
-      "  ended       text CHECK (ended IN ('released', 'killed', 'lost')))");
+      "  ended       text CHECK (ended IN ('released', 'killed', 'lost')),"
+      "  wrote       text CHECK (wrote IN ('accepted', 'rejected', 'no row')),"
+      "  wrote_at    timestamptz,"
+      "  write_error text)");
+  // The shared resource the lease protects: one report row, written only
+  // through dlock.fenced_update(), which keeps the writer's token in
+  // fence_token.
+  c.exec(
+      "CREATE TABLE dlock_demo.report ("
+      "  name        text PRIMARY KEY,"
+      "  written_by  text,"
+      "  written_at  timestamptz,"
+      "  fence_token bigint)");
+  c.exec("INSERT INTO dlock_demo.report (name) VALUES ($1)", kLease);
   return c.exec("SELECT clock_timestamp()").value(0, 0);
 }
 

@@ -2,7 +2,8 @@
 # The dlock demo, end to end on a fresh Debian 12 (as root or a sudo user):
 # installs what is missing, builds and installs the extension, starts a
 # throwaway PostgreSQL 15 cluster on a private unix socket, and runs six
-# worker processes racing for one lease while one of them is killed.
+# worker processes racing for one lease, writing a report row through
+# fenced writes, while one holder is killed and another paused past its ttl.
 # The cluster is stopped and removed when this script exits.
 #
 #   bash scripts/demo.sh
@@ -19,5 +20,5 @@ log "building the demo program (cmake, into build/)"
 cmake -S "$DLOCK_ROOT" -B "$DLOCK_ROOT/build" >/dev/null
 cmake --build "$DLOCK_ROOT/build" --target dlock_demo -j2 >/dev/null
 
-log "running the demo (about 15 seconds)"
+log "running the demo (about 17 seconds)"
 "$DLOCK_ROOT/build/dlock_demo"
