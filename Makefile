@@ -8,10 +8,12 @@ MODULE_big = dlock
 DATA = $(wildcard extension/dlock--*.sql)
 
 OBJS = \
+	src/core/advisory.o \
 	src/core/errors.o \
 	src/core/lease_rules.o \
 	src/core/backoff.o \
 	src/core/fencing.o \
+	src/pg/advisory.o \
 	src/pg/args.o \
 	src/pg/boundary.o \
 	src/pg/fencing.o \
@@ -26,8 +28,8 @@ PG_CPPFLAGS += -DDLOCK_TESTING
 endif
 SHLIB_LINK = -lstdc++
 
-REGRESS = boundary lease_api lease_errors lease_isolation_levels fencing upgrade
-ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read fenced_update assert_held fence_race
+REGRESS = boundary lease_api lease_errors lease_isolation_levels fencing advisory upgrade
+ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read fenced_update assert_held fence_race advisory_waits
 ISOLATION_OPTS = --inputdir=test/isolation
 
 # PGXS would also compile every .cpp to LLVM bitcode with clang, dropping

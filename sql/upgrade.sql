@@ -41,14 +41,19 @@ SELECT pg_describe_object(d.classid, d.objid, 0),
  WHERE e.extname = 'dlock' AND d.deptype = 'e'
 $$;
 
-CREATE TABLE regress.upgraded (object text, definition text);
+CREATE TABLE regress.upgraded (path text, object text, definition text);
 
+-- Every older version, updated to the default one.
 DROP EXTENSION dlock;
 CREATE EXTENSION dlock VERSION '0.1.0';
-SELECT extversion FROM pg_extension WHERE extname = 'dlock';
 ALTER EXTENSION dlock UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'dlock';
-INSERT INTO regress.upgraded SELECT * FROM regress.dlock_objects();
+INSERT INTO regress.upgraded SELECT 'from 0.1.0', * FROM regress.dlock_objects();
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock VERSION '0.2.0';
+ALTER EXTENSION dlock UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'dlock';
+INSERT INTO regress.upgraded SELECT 'from 0.2.0', * FROM regress.dlock_objects();
 
 DROP EXTENSION dlock;
 -- Nothing is left behind: no schema, no object, no trigger function.
@@ -58,12 +63,17 @@ SELECT count(*) AS functions FROM pg_proc WHERE probin = '$libdir/dlock';
 CREATE EXTENSION dlock;
 SELECT extversion FROM pg_extension WHERE extname = 'dlock';
 
--- Differences in either direction: none.
-(SELECT 'only after upgrade' AS side, * FROM regress.upgraded
- EXCEPT SELECT 'only after upgrade', * FROM regress.dlock_objects())
-UNION ALL
-(SELECT 'only in fresh install', * FROM regress.dlock_objects()
- EXCEPT SELECT 'only in fresh install', * FROM regress.upgraded);
+-- Differences from a fresh install, in either direction, per path: none.
+SELECT p.path, d.side, d.object
+  FROM (VALUES ('from 0.1.0'), ('from 0.2.0')) AS p(path),
+  LATERAL ((SELECT 'only after update' AS side, u.object, u.definition
+              FROM regress.upgraded u WHERE u.path = p.path
+            EXCEPT SELECT 'only after update', * FROM regress.dlock_objects())
+           UNION ALL
+           (SELECT 'only in fresh install', * FROM regress.dlock_objects()
+            EXCEPT SELECT 'only in fresh install', u.object, u.definition
+              FROM regress.upgraded u WHERE u.path = p.path)) AS d;
+SELECT path, count(*) AS objects FROM regress.upgraded GROUP BY path ORDER BY path;
 
 -- What was compared.
 SELECT object FROM regress.dlock_objects() ORDER BY object;

@@ -1,0 +1,122 @@
+-- dlock 0.2.0 -> 0.3.0: advisory locks made visible and usable by name.
+-- dlock.key(), advisory_lock() / advisory_unlock(), and the views
+-- dlock.advisory_locks and dlock.lock_waits.
+\echo Use "ALTER EXTENSION dlock UPDATE TO '0.3.0'" to load this file. \quit
+
+-- Names behind the keys dlock.advisory_lock() has taken, for the views.
+CREATE TABLE dlock.advisory_names (
+    key  bigint PRIMARY KEY,
+    name text   NOT NULL
+);
+COMMENT ON TABLE dlock.advisory_names IS
+    'The name behind each advisory key dlock.advisory_lock() has taken. Written only by dlock''s functions.';
+SELECT pg_catalog.pg_extension_config_dump('dlock.advisory_names', '');
+GRANT SELECT ON dlock.advisory_names TO PUBLIC;
+
+CREATE FUNCTION dlock.key(name text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dlock_key'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION dlock.key(text) IS
+    'The advisory-lock key for a name: the first 8 bytes of SHA-256 of its UTF-8 bytes, big-endian, as a signed bigint.';
+
+CREATE FUNCTION dlock.advisory_lock(name text, timeout interval DEFAULT NULL,
+                                    shared boolean DEFAULT false, xact boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'dlock_advisory_lock'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.advisory_lock(text, interval, boolean, boolean) IS
+    'pg_advisory_lock on dlock.key(name), waiting at most timeout (NULL: no limit): true if taken, false if the wait timed out (nothing is left held).';
+
+CREATE FUNCTION dlock.advisory_unlock(name text, shared boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'dlock_advisory_unlock'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.advisory_unlock(text, boolean) IS
+    'pg_advisory_unlock on dlock.key(name): true if this session held the session-level lock and released it.';
+
+CREATE VIEW dlock.advisory_locks WITH (security_invoker = true) AS
+SELECT CASE l.objsubid WHEN 1 THEN 'bigint' ELSE 'int4pair' END AS key_space,
+       CASE WHEN l.objsubid OPERATOR(pg_catalog.=) 1
+            THEN (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
+                 OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8
+       END AS key,
+       CASE WHEN l.objsubid OPERATOR(pg_catalog.=) 2
+            THEN (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.-)
+                  CASE WHEN l.classid::pg_catalog.int8 OPERATOR(pg_catalog.>) 2147483647
+                       THEN 4294967296 ELSE 0 END)::pg_catalog.int4
+       END AS key1,
+       CASE WHEN l.objsubid OPERATOR(pg_catalog.=) 2
+            THEN (l.objid::pg_catalog.int8 OPERATOR(pg_catalog.-)
+                  CASE WHEN l.objid::pg_catalog.int8 OPERATOR(pg_catalog.>) 2147483647
+                       THEN 4294967296 ELSE 0 END)::pg_catalog.int4
+       END AS key2,
+       n.name,
+       CASE l.mode WHEN 'ShareLock' THEN 'shared' ELSE 'exclusive' END AS mode,
+       l.granted,
+       l.pid,
+       a.usename AS role,
+       a.application_name AS application,
+       a.client_addr,
+       a.state,
+       a.query,
+       l.waitstart AS wait_start,
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) l.waitstart AS waiting_for,
+       CASE WHEN NOT l.granted THEN pg_catalog.pg_blocking_pids(l.pid) END AS blocked_by
+  FROM pg_catalog.pg_locks AS l
+  LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid OPERATOR(pg_catalog.=) l.pid
+  LEFT JOIN dlock.advisory_names AS n
+         ON l.objsubid OPERATOR(pg_catalog.=) 1
+        AND n.key OPERATOR(pg_catalog.=) ((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
+                                          OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8)
+ WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
+   AND l.objsubid OPERATOR(pg_catalog.=) ANY ('{1,2}'::pg_catalog.int2[])
+   AND l.database OPERATOR(pg_catalog.=)
+       (SELECT d.oid FROM pg_catalog.pg_database AS d
+         WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
+COMMENT ON VIEW dlock.advisory_locks IS
+    'One row per advisory lock entry of this database in pg_locks, decoded: keys, name (if dlock knows it), holder or waiter and whom it waits for.';
+
+-- Waiter -> blocker edges: advisory locks, and dlock leases whose gate a
+-- renew, release or assert_held is waiting for.
+CREATE VIEW dlock.lock_waits WITH (security_invoker = true) AS
+SELECT w.pid AS waiter_pid,
+       wa.usename AS waiter_role,
+       wa.application_name AS waiter_application,
+       wa.query AS waiter_query,
+       b.pid AS blocker_pid,
+       ba.usename AS blocker_role,
+       ba.application_name AS blocker_application,
+       ba.query AS blocker_query,
+       ba.state AS blocker_state,
+       ba.state OPERATOR(pg_catalog.~~) 'idle in transaction%' AS blocker_idle_in_transaction,
+       CASE w.objsubid WHEN 1 THEN 'bigint' WHEN 2 THEN 'int4pair' ELSE 'lease' END AS key_space,
+       CASE WHEN w.objsubid OPERATOR(pg_catalog.=) 1
+            THEN (w.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
+                 OPERATOR(pg_catalog.|) w.objid::pg_catalog.int8
+       END AS key,
+       coalesce(n.name, s.name) AS name,
+       w.waitstart AS wait_start,
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) w.waitstart AS waiting_for
+  FROM pg_catalog.pg_locks AS w
+ CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.pg_blocking_pids(w.pid)) AS b(pid)
+  LEFT JOIN pg_catalog.pg_stat_activity AS wa ON wa.pid OPERATOR(pg_catalog.=) w.pid
+  LEFT JOIN pg_catalog.pg_stat_activity AS ba ON ba.pid OPERATOR(pg_catalog.=) b.pid
+  LEFT JOIN dlock.advisory_names AS n
+         ON w.objsubid OPERATOR(pg_catalog.=) 1
+        AND n.key OPERATOR(pg_catalog.=) ((w.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
+                                          OPERATOR(pg_catalog.|) w.objid::pg_catalog.int8)
+  LEFT JOIN dlock.lease_store AS s
+         ON w.objsubid OPERATOR(pg_catalog.=) 3
+        AND pg_catalog.hashtextextended(s.name, 0) OPERATOR(pg_catalog.=)
+            ((w.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
+             OPERATOR(pg_catalog.|) w.objid::pg_catalog.int8)
+ WHERE w.locktype OPERATOR(pg_catalog.=) 'advisory'
+   AND NOT w.granted
+   AND w.database OPERATOR(pg_catalog.=)
+       (SELECT d.oid FROM pg_catalog.pg_database AS d
+         WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
+COMMENT ON VIEW dlock.lock_waits IS
+    'One row per waiter -> blocker edge on advisory locks and dlock lease gates in this database, with both sessions and whether the blocker is idle in transaction.';
+
+GRANT SELECT ON dlock.advisory_locks, dlock.lock_waits TO PUBLIC;
