@@ -5,7 +5,7 @@
 // | SQLSTATE | condition                 | raised when                                        |
 // |----------|---------------------------|----------------------------------------------------|
 // | 22004    | null_value_not_allowed    | a required argument (name, ttl, timeout, token) is NULL |
-// | 22023    | invalid_parameter_value   | empty or over-long name/owner; ttl <= 0 or above dlock.max_ttl; negative timeout |
+// | 22023    | invalid_parameter_value   | empty or over-long name/owner/resource; ttl <= 0 or above dlock.max_ttl; negative timeout; bad changes/match |
 // | 0A000    | feature_not_supported     | acquire() in a REPEATABLE READ or SERIALIZABLE transaction |
 // | 42703    | undefined_column          | fenced_update()/protect() name a column the table lacks |
 // | 42804    | datatype_mismatch         | the fence column is not bigint                     |
