@@ -28,8 +28,8 @@ PG_CPPFLAGS += -DDLOCK_TESTING
 endif
 SHLIB_LINK = -lstdc++
 
-REGRESS = boundary lease_api lease_errors lease_isolation_levels fencing advisory upgrade
-ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read fenced_update assert_held fence_race advisory_waits
+REGRESS = boundary lease_api lease_errors lease_isolation_levels fencing advisory admin upgrade
+ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read fenced_update assert_held fence_race advisory_waits lease_admin
 ISOLATION_OPTS = --inputdir=test/isolation
 
 # PGXS would also compile every .cpp to LLVM bitcode with clang, dropping

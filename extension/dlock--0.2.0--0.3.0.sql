@@ -120,3 +120,95 @@ COMMENT ON VIEW dlock.lock_waits IS
     'One row per waiter -> blocker edge on advisory locks and dlock lease gates in this database, with both sessions and whether the blocker is idle in transaction.';
 
 GRANT SELECT ON dlock.advisory_locks, dlock.lock_waits TO PUBLIC;
+
+-- Lease administration: renew counts, Chubby's lock-delay, a max_hold cap,
+-- the acquiring backend, and force-release records.
+ALTER TABLE dlock.lease_store
+    ADD COLUMN renew_count   bigint      NOT NULL DEFAULT 0,
+    ADD COLUMN lock_delay    interval    NOT NULL DEFAULT '0',
+    ADD COLUMN max_hold      interval,
+    ADD COLUMN backend_pid   integer,
+    ADD COLUMN backend_start timestamptz,
+    ADD COLUMN forced_by     text,
+    ADD COLUMN force_reason  text;
+
+DROP FUNCTION dlock.try_acquire(text, interval, text);
+CREATE FUNCTION dlock.try_acquire(name text, ttl interval, owner text DEFAULT NULL,
+                                  lock_delay interval DEFAULT NULL, max_hold interval DEFAULT NULL)
+RETURNS dlock.lease
+AS 'MODULE_PATHNAME', 'dlock_try_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.try_acquire(text, interval, text, interval, interval) IS
+    'Grants the lease for ttl if it is free, released or expired past its lock-delay; NULL at once if another owner holds it or another transaction is writing it. lock_delay: how long an expiry without release keeps it from others; max_hold: the longest renewals may keep it.';
+
+DROP FUNCTION dlock.acquire(text, interval, interval, text);
+CREATE FUNCTION dlock.acquire(name text, ttl interval, timeout interval, owner text DEFAULT NULL,
+                              lock_delay interval DEFAULT NULL, max_hold interval DEFAULT NULL)
+RETURNS dlock.lease
+AS 'MODULE_PATHNAME', 'dlock_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.acquire(text, interval, interval, text, interval, interval) IS
+    'Like try_acquire, but waits up to timeout for the lease; SQLSTATE 55P03 when the timeout passes.';
+
+CREATE FUNCTION dlock.force_release(name text, reason text)
+RETURNS dlock.lease
+AS 'MODULE_PATHNAME', 'dlock_force_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.force_release(text, text) IS
+    'Administrators: ends the lease whoever holds it, recording who and why; returns the grant it ended, or NULL if it was not held. Its token then fails renew (LD002) and assert_held.';
+REVOKE ALL ON FUNCTION dlock.force_release(text, text) FROM PUBLIC;
+
+CREATE FUNCTION dlock.release_all(owner text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'dlock_release_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.release_all(text) IS
+    'Releases every lease owner holds that the calling role acquired (any role''s, for a superuser); returns how many. For a worker shutting down.';
+
+CREATE FUNCTION dlock.sweep(older_than interval DEFAULT '1 day')
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dlock_sweep'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.sweep(interval) IS
+    'Administrators: deletes lease rows released, or expired past their lock-delay, more than older_than ago (at most 10000 a call); returns how many. Tokens and fences are untouched.';
+REVOKE ALL ON FUNCTION dlock.sweep(interval) FROM PUBLIC;
+
+CREATE OR REPLACE VIEW dlock.leases WITH (security_invoker = true) AS
+SELECT s.name,
+       s.owner,
+       s.token,
+       CASE
+           WHEN s.released_at IS NOT NULL THEN 'released'
+           WHEN s.expires_at OPERATOR(pg_catalog.>) c.now THEN 'held'
+           WHEN s.expires_at OPERATOR(pg_catalog.+) s.lock_delay OPERATOR(pg_catalog.>) c.now
+           THEN 'lock-delay'
+           ELSE 'expired'
+       END AS state,
+       s.acquired_at,
+       s.expires_at,
+       CASE
+           WHEN s.released_at IS NULL AND s.expires_at OPERATOR(pg_catalog.>) c.now
+           THEN s.expires_at OPERATOR(pg_catalog.-) c.now
+       END AS valid_for,
+       s.ttl,
+       s.released_at,
+       s.acquired_by,
+       s.renew_count,
+       CASE
+           WHEN s.released_at IS NULL AND s.expires_at OPERATOR(pg_catalog.>) c.now
+           THEN c.now OPERATOR(pg_catalog.-) s.acquired_at
+       END AS held_for,
+       s.lock_delay,
+       s.max_hold,
+       s.backend_pid,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
+                WHERE a.pid OPERATOR(pg_catalog.=) s.backend_pid
+                  AND (a.backend_start IS NULL
+                       OR a.backend_start OPERATOR(pg_catalog.=) s.backend_start))
+           AS backend_connected,
+       s.forced_by,
+       s.force_reason
+  FROM dlock.lease_store AS s
+ CROSS JOIN (SELECT pg_catalog.clock_timestamp() AS now) AS c;
+COMMENT ON VIEW dlock.leases IS
+    'One row per lease: state held, lock-delay, expired or released, judged by the server clock at query time; renewals, hold time, the acquiring backend, force-releases.';

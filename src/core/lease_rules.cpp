@@ -99,8 +99,27 @@ Micros check_timeout(const IntervalFields& timeout) {
 
 Grant decide_grant(const std::optional<LeaseRow>& row, Micros now) {
   if (!row) return Grant::create;
-  if (!is_held(*row, now)) return Grant::new_token;
-  return row->same_owner ? Grant::same_token : Grant::busy;
+  if (is_held(*row, now)) {
+    return row->same_owner ? Grant::same_token : Grant::busy;
+  }
+  return now >= free_at(*row) ? Grant::new_token : Grant::busy;
+}
+
+Micros check_optional_duration(const std::optional<IntervalFields>& value,
+                               const char* what, Micros max_ttl) {
+  if (!value) return 0;
+  Micros us = duration(*value, what);
+  if (us < 0) {
+    throw Error(sqlstate::invalid_parameter_value,
+                std::string(what) + " must not be negative");
+  }
+  if (us > max_ttl) {
+    throw Error(sqlstate::invalid_parameter_value,
+                std::string(what) + " exceeds dlock.max_ttl",
+                "It is " + describe_duration(us) + "; dlock.max_ttl is " +
+                    describe_duration(max_ttl) + ".");
+  }
+  return us;
 }
 
 NotHeld why_not_held(const std::optional<LeaseRow>& row, std::int64_t token,

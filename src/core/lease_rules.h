@@ -59,6 +59,7 @@ struct LeaseRow {
   Micros expires_at = 0;
   bool released = false;
   bool same_owner = false;  // row owner equals the caller's owner
+  Micros lock_delay = 0;    // Chubby's lock-delay, after an unreleased expiry
 };
 
 // True if the row is held (not released, unexpired) at `now`.
@@ -66,9 +67,32 @@ inline bool is_held(const LeaseRow& row, Micros now) {
   return !row.released && row.expires_at > now;
 }
 
+// When another owner may take the lease: at once if released, else at
+// expiry plus the lock-delay (a holder that vanished without releasing may
+// still be writing; the delay gives its writes time to drain).
+inline Micros free_at(const LeaseRow& row) {
+  return row.released ? 0 : row.expires_at + row.lock_delay;
+}
+
+// The expiry a grant or renewal at `now` for `ttl` gets, capped at
+// acquired_at + max_hold when the lease has a max_hold (> 0).
+inline Micros capped_expiry(Micros now, Micros ttl, Micros acquired_at,
+                            Micros max_hold) {
+  Micros expiry = now + ttl;
+  if (max_hold > 0 && expiry > acquired_at + max_hold) {
+    expiry = acquired_at + max_hold;
+  }
+  return expiry;
+}
+
+// Lock-delay or max_hold argument: absent means none; must be >= 0 (0 is
+// none) and at most max_ttl. Throws 22023.
+Micros check_optional_duration(const std::optional<IntervalFields>& value,
+                               const char* what, Micros max_ttl);
+
 // What an acquisition does with the lease it found.
 enum class Grant {
-  busy,        // held by another owner: return NULL, write nothing
+  busy,        // held by another owner, or in its lock-delay: NULL
   create,      // no row yet: insert one with a new token
   new_token,   // free (released or expired): take it with a new token
   same_token,  // already held by this owner: extend, keep the token

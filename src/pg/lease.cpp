@@ -26,6 +26,8 @@ struct Request {
   const char* name;
   const char* owner;
   Micros ttl;
+  Micros lock_delay;  // 0: none
+  Micros max_hold;    // 0: none
 };
 static_assert(std::is_trivially_destructible_v<Request>);
 static_assert(std::is_trivially_destructible_v<Backoff>);
@@ -58,6 +60,14 @@ const char* owner_arg(FunctionCallInfo fcinfo, int arg) {
   return owner;
 }
 
+std::optional<IntervalFields> optional_interval(FunctionCallInfo fcinfo,
+                                                int arg) {
+  if (PG_NARGS() <= arg || PG_ARGISNULL(arg)) return std::nullopt;
+  return interval_fields(PG_GETARG_INTERVAL_P(arg));
+}
+
+// try_acquire(name, ttl, owner, lock_delay, max_hold) and acquire(name,
+// ttl, timeout, owner, lock_delay, max_hold): owner_argno is owner's place.
 Request lease_request(FunctionCallInfo fcinfo, int owner_argno) {
   Request req;
   req.name = required_text(fcinfo, 0, "lease name");
@@ -65,6 +75,10 @@ Request lease_request(FunctionCallInfo fcinfo, int owner_argno) {
   req.ttl = check_ttl(interval_fields(required_interval(fcinfo, 1, "ttl")),
                       max_ttl());
   req.owner = owner_arg(fcinfo, owner_argno);
+  req.lock_delay = check_optional_duration(
+      optional_interval(fcinfo, owner_argno + 1), "lock_delay", max_ttl());
+  req.max_hold = check_optional_duration(
+      optional_interval(fcinfo, owner_argno + 2), "max_hold", max_ttl());
   return req;
 }
 
@@ -91,10 +105,21 @@ std::optional<LeaseRow> rules_view(const std::optional<StoredLease>& row,
   if (why == NotHeld::never_granted) {
     check_token_issued(token, last_issued_token());
   }
+  if (log_grants) {
+    ereport(LOG, (errmsg_internal("dlock: lease \"%s\" is not held with "
+                                  "token %lld: %s",
+                                  name, static_cast<long long>(token),
+                                  describe(why))));
+  }
+  bool forced = why == NotHeld::released && row && row->forced_by != nullptr;
+  std::string reason =
+      forced ? std::string("The lease was force-released by ") +
+                   row->forced_by + ": " + row->force_reason
+             : std::string(describe(why));
   throw Error(sqlstate::lease_not_held,
               std::string("lease \"") + name + "\" is not held with token " +
                   std::to_string(token),
-              std::string(describe(why)) +
+              reason +
                   (row ? "; its latest token is " + std::to_string(row->token)
                        : std::string()) +
                   ".",
@@ -119,7 +144,7 @@ bool attempt_grant(const Request& req, Granted* out, Micros* holder_left) {
   Grant grant = decide_grant(rules_view(row, req.owner), now);
   *holder_left = 0;
   if (grant == Grant::busy) {
-    *holder_left = row->expires_at - now;
+    *holder_left = free_at(*rules_view(row, req.owner)) - now;
     return false;
   }
   PreventCommandDuringRecovery("granting a lease");
@@ -131,9 +156,18 @@ bool attempt_grant(const Request& req, Granted* out, Micros* holder_left) {
                                                 : GrantWrite::extend;
   Writer w = open_writer();
   now = GetCurrentTimestamp();
-  Micros expires_at = now + req.ttl;
-  if (write_grant(w, kind, req.name, req.owner, now, expires_at,
-                  exact_interval(req.ttl), row ? row->token : 0) != 1) {
+  // A retry of a held grant keeps that grant's start and max_hold.
+  bool extend = kind == GrantWrite::extend;
+  GrantTerms terms;
+  terms.now = now;
+  terms.expires_at =
+      extend ? capped_expiry(now, req.ttl, row->acquired_at, row->max_hold)
+             : capped_expiry(now, req.ttl, now, req.max_hold);
+  terms.ttl = exact_interval(req.ttl);
+  terms.lock_delay = exact_interval(req.lock_delay);
+  terms.max_hold = req.max_hold > 0 ? exact_interval(req.max_hold) : nullptr;
+  if (write_grant(w, kind, req.name, req.owner, terms,
+                  row ? row->token : 0) != 1) {
     // The lease changed between the read and the gate: nothing was
     // granted, so do not keep others from it for the rest of the
     // transaction.
@@ -142,9 +176,23 @@ bool attempt_grant(const Request& req, Granted* out, Micros* holder_left) {
     return false;
   }
   out->token = result_token();
-  out->acquired_at = kind == GrantWrite::extend ? row->acquired_at : now;
-  out->expires_at = expires_at;
+  out->acquired_at = extend ? row->acquired_at : now;
+  out->expires_at = terms.expires_at;
   close_writer(w);
+  if (log_grants) {
+    if (kind == GrantWrite::take && !row->released) {
+      ereport(LOG, (errmsg_internal(
+                       "dlock: lease \"%s\" taken over by owner \"%s\" with "
+                       "token %lld after token %lld of owner \"%s\" expired",
+                       req.name, req.owner, static_cast<long long>(out->token),
+                       static_cast<long long>(row->token), row->owner)));
+    } else {
+      ereport(LOG, (errmsg_internal(
+                       "dlock: lease \"%s\" %s owner \"%s\" with token %lld",
+                       req.name, extend ? "extended for" : "granted to",
+                       req.owner, static_cast<long long>(out->token))));
+    }
+  }
   // A token once returned must never be handed out again, even after a
   // crash or a failover: the grant commits durably whatever the session's
   // synchronous_commit says.
@@ -259,8 +307,12 @@ DLOCK_FUNCTION(dlock_renew) {
   if (why != NotHeld::held) raise_not_held(name, token, row, why);
   // The lease's current TTL, still within today's dlock.max_ttl.
   if (keep_ttl) ttl = check_ttl(interval_fields(row->ttl), max_ttl());
+  // Never past the grant's max_hold.
+  TimestampTz expires_at =
+      capped_expiry(now, ttl, row->acquired_at, row->max_hold);
   Writer w = open_writer();
-  uint64 renewed = write_renew(name, token, now, exact_interval(ttl));
+  uint64 renewed =
+      write_renew(name, token, now, expires_at, exact_interval(ttl));
   close_writer(w);
   if (renewed != 1) {
     row = read_lease(name);
@@ -269,7 +321,7 @@ DLOCK_FUNCTION(dlock_renew) {
   }
   commit_durably();  // like a grant: see attempt_grant()
   return lease_datum(fcinfo, name, row->owner, token, row->acquired_at,
-                     now + ttl);
+                     expires_at);
 }
 
 DLOCK_FUNCTION(dlock_assert_held) {
@@ -308,10 +360,96 @@ DLOCK_FUNCTION(dlock_release) {
   bool first_write = !TransactionIdIsValid(GetTopTransactionIdIfAny());
   wait_gate(name);
   Writer w = open_writer();
-  bool released = write_release(name, token, GetCurrentTimestamp()) == 1;
+  TimestampTz now = GetCurrentTimestamp();
+  TimestampTz acquired_at = 0;
+  bool released = write_release(name, token, now, &acquired_at) == 1;
   close_writer(w);
-  if (released) note_release_write(first_write);
+  if (released) {
+    note_release_write(first_write);
+    if (log_grants) {
+      ereport(LOG, (errmsg_internal(
+                       "dlock: lease \"%s\" released with token %lld after "
+                       "%lld ms",
+                       name, static_cast<long long>(token),
+                       static_cast<long long>((now - acquired_at) / 1000))));
+    }
+  }
   PG_RETURN_BOOL(released);
+}
+
+// dlock.force_release(name text, reason text) RETURNS dlock.lease
+DLOCK_FUNCTION(dlock_force_release) {
+  const char* name = required_text(fcinfo, 0, "lease name");
+  check_name(name);
+  const char* reason = required_text(fcinfo, 1, "reason");
+  wait_gate(name);
+  Writer w = open_writer();
+  TimestampTz now = GetCurrentTimestamp();
+  const char* by = GetUserNameFromId(w.saved_user, false);
+  StoredLease ended;
+  bool forced = write_force_release(name, now, by, reason, &ended) == 1;
+  if (forced) ended.owner = MemoryContextStrdup(w.caller_cxt, ended.owner);
+  close_writer(w);
+  if (!forced) PG_RETURN_NULL();
+  ereport(log_grants ? LOG : DEBUG1,
+          (errmsg_internal("dlock: lease \"%s\" of owner \"%s\" (token "
+                           "%lld) force-released by %s after %lld ms: %s",
+                           name, ended.owner,
+                           static_cast<long long>(ended.token), by,
+                           static_cast<long long>((now - ended.acquired_at) /
+                                                  1000),
+                           reason)));
+  return lease_datum(fcinfo, name, ended.owner, ended.token, ended.acquired_at,
+                     ended.expires_at);
+}
+
+// dlock.release_all(owner text) RETURNS integer: the caller's role's leases
+// held by owner (any role's for a superuser).
+DLOCK_FUNCTION(dlock_release_all) {
+  const char* owner = required_text(fcinfo, 0, "owner");
+  check_owner(owner);
+  const char* role =
+      superuser() ? nullptr : GetUserNameFromId(GetUserId(), false);
+  TimestampTz now = GetCurrentTimestamp();
+  Writer w = open_writer();
+  char** names;
+  int64* tokens;
+  int n = held_by_owner(owner, role, now, &names, &tokens);
+  int released = 0;
+  for (int i = 0; i < n; ++i) {
+    wait_gate(names[i]);
+    TimestampTz acquired_at;
+    released += static_cast<int>(
+        write_release(names[i], tokens[i], GetCurrentTimestamp(), &acquired_at));
+  }
+  close_writer(w);
+  PG_RETURN_INT32(released);
+}
+
+// dlock.sweep(older_than interval) RETURNS bigint: deletes lease rows
+// released, or expired past their lock-delay, more than older_than ago.
+// Rows being written right now (gate taken) are left for the next sweep.
+DLOCK_FUNCTION(dlock_sweep) {
+  Micros older_than = duration(
+      interval_fields(required_interval(fcinfo, 0, "older_than")),
+      "older_than");
+  if (older_than < 0) {
+    throw Error(sqlstate::invalid_parameter_value,
+                "older_than must not be negative");
+  }
+  constexpr int kBatch = 10000;  // gates held until commit: bound them
+  TimestampTz before = GetCurrentTimestamp() - older_than;
+  Writer w = open_writer();
+  char** names;
+  int n = sweepable(before, kBatch, &names);
+  int64 deleted = 0;
+  for (int i = 0; i < n; ++i) {
+    LOCKTAG gate = gate_tag(names[i]);
+    if (!try_gate(gate)) continue;
+    deleted += static_cast<int64>(delete_swept(names[i], before));
+  }
+  close_writer(w);
+  PG_RETURN_INT64(deleted);
 }
 
 DLOCK_FUNCTION(dlock_get) {

@@ -1,3 +1,4 @@
+#include "../core/errors.h"
 #include "../core/fencing.h"
 
 #include "lease_store.h"
@@ -19,6 +20,15 @@ enum LeaseColumn : AttrNumber {
   kColAcquiredBy,
   kColOwner,
   kColReleasedAt,
+  // 0.3.0
+  kColRenewCount,
+  kColLockDelay,
+  kColMaxHold,
+  kColBackendPid,
+  kColBackendStart,
+  kColForcedBy,
+  kColForceReason,
+  kColumnCount = kColForceReason,
 };
 
 Oid dlock_relation(const char* relname) {
@@ -35,6 +45,10 @@ enum PlanId {
   kExtend,
   kRenew,
   kRelease,
+  kForceRelease,
+  kHeldByOwner,
+  kSweepable,
+  kSweepDelete,
   kReadForShare,
   kEpochRead,
   kEpochLock,
@@ -48,35 +62,42 @@ enum PlanId {
 struct PlanSpec {
   const char* sql;
   int nargs;
-  Oid types[8];
+  Oid types[12];
 };
 
 // Grant plans share their arguments: $1 name, $2 owner, $3 role, $4 now,
-// $5 expires_at, $6 ttl, $7 the token seen when deciding, $8 the new token.
+// $5 expires_at, $6 ttl, $7 the token seen when deciding, $8 the new token,
+// $9 lock_delay, $10 max_hold, $11 backend pid, $12 backend start.
 #define GRANT_ARG_TYPES                                                     \
-  {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, \
-   INT8OID, INT8OID}
+  {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID,   \
+   INT8OID, INT8OID, INTERVALOID, INTERVALOID, INT4OID, TIMESTAMPTZOID}
 
 const PlanSpec kPlans[kPlanCount] = {
     // kCreate: first grant of a name.
     {"INSERT INTO dlock.lease_store"
-     "       (name, token, acquired_at, expires_at, ttl, acquired_by, owner)"
-     " VALUES ($1, $8, $4, $5, $6, $3, $2)"
+     "       (name, token, acquired_at, expires_at, ttl, acquired_by, owner,"
+     "        lock_delay, max_hold, backend_pid, backend_start)"
+     " VALUES ($1, $8, $4, $5, $6, $3, $2, $9, $10, $11, $12)"
      " ON CONFLICT (name) DO NOTHING"
      " RETURNING token",
-     8, GRANT_ARG_TYPES},
-    // kTake: a released or expired lease, with a new token.
+     12, GRANT_ARG_TYPES},
+    // kTake: a released lease, or one expired past its lock-delay, with a
+    // new token.
     {"UPDATE dlock.lease_store"
      "   SET token = $8,"
      "       acquired_at = $4, expires_at = $5, ttl = $6, acquired_by = $3,"
-     "       owner = $2, released_at = NULL"
+     "       owner = $2, released_at = NULL, renew_count = 0,"
+     "       lock_delay = $9, max_hold = $10, backend_pid = $11,"
+     "       backend_start = $12, forced_by = NULL, force_reason = NULL"
      " WHERE name OPERATOR(pg_catalog.=) $1"
      "   AND token OPERATOR(pg_catalog.=) $7"
      "   AND (released_at IS NOT NULL"
-     "        OR expires_at OPERATOR(pg_catalog.<=) $4)"
+     "        OR expires_at OPERATOR(pg_catalog.+) lock_delay"
+     "           OPERATOR(pg_catalog.<=) $4)"
      " RETURNING token",
-     8, GRANT_ARG_TYPES},
-    // kExtend: the owner acquires a lease it holds: same token, later expiry.
+     12, GRANT_ARG_TYPES},
+    // kExtend: the owner acquires a lease it holds: same token, later
+    // expiry (capped by its max_hold), the grant's other terms kept.
     {"UPDATE dlock.lease_store"
      "   SET expires_at = $5, ttl = $6"
      " WHERE name OPERATOR(pg_catalog.=) $1"
@@ -85,16 +106,18 @@ const PlanSpec kPlans[kPlanCount] = {
      "   AND released_at IS NULL"
      "   AND expires_at OPERATOR(pg_catalog.>) $4"
      " RETURNING token",
-     8, GRANT_ARG_TYPES},
-    // kRenew: compare-and-set on (name, token). $3 now, $4 ttl.
+     12, GRANT_ARG_TYPES},
+    // kRenew: compare-and-set on (name, token). $3 now, $4 ttl, $5 the new
+    // expiry (capped by max_hold).
     {"UPDATE dlock.lease_store"
-     "   SET expires_at = $3 OPERATOR(pg_catalog.+) $4, ttl = $4"
+     "   SET expires_at = $5, ttl = $4,"
+     "       renew_count = renew_count OPERATOR(pg_catalog.+) 1"
      " WHERE name OPERATOR(pg_catalog.=) $1"
      "   AND token OPERATOR(pg_catalog.=) $2"
      "   AND released_at IS NULL"
      "   AND expires_at OPERATOR(pg_catalog.>) $3",
-     4,
-     {TEXTOID, INT8OID, TIMESTAMPTZOID, INTERVALOID}},
+     5,
+     {TEXTOID, INT8OID, TIMESTAMPTZOID, INTERVALOID, TIMESTAMPTZOID}},
     // kRelease: compare-and-delete on (name, token); the row stays, marked
     // released, so the lease's latest token and state remain visible.
     {"UPDATE dlock.lease_store"
@@ -102,9 +125,45 @@ const PlanSpec kPlans[kPlanCount] = {
      " WHERE name OPERATOR(pg_catalog.=) $1"
      "   AND token OPERATOR(pg_catalog.=) $2"
      "   AND released_at IS NULL"
-     "   AND expires_at OPERATOR(pg_catalog.>) $3",
+     "   AND expires_at OPERATOR(pg_catalog.>) $3"
+     " RETURNING acquired_at",
      3,
      {TEXTOID, INT8OID, TIMESTAMPTZOID}},
+    // kForceRelease: ends the grant, whoever holds it, recording who and why.
+    {"UPDATE dlock.lease_store"
+     "   SET released_at = $2, forced_by = $3, force_reason = $4"
+     " WHERE name OPERATOR(pg_catalog.=) $1"
+     "   AND released_at IS NULL"
+     " RETURNING token, owner, acquired_at, expires_at",
+     4,
+     {TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}},
+    // kHeldByOwner: what an owner holds now; $3 NULL for any role.
+    {"SELECT name, token FROM dlock.lease_store"
+     " WHERE owner OPERATOR(pg_catalog.=) $1"
+     "   AND released_at IS NULL"
+     "   AND expires_at OPERATOR(pg_catalog.>) $2"
+     "   AND ($3 IS NULL OR acquired_by OPERATOR(pg_catalog.=) $3)"
+     " ORDER BY name",
+     3,
+     {TEXTOID, TIMESTAMPTZOID, TEXTOID}},
+    // kSweepable: leases released, or expired past their lock-delay, before $1.
+    {"SELECT name FROM dlock.lease_store"
+     " WHERE released_at OPERATOR(pg_catalog.<) $1"
+     "    OR (released_at IS NULL"
+     "        AND expires_at OPERATOR(pg_catalog.+) lock_delay"
+     "            OPERATOR(pg_catalog.<) $1)"
+     " ORDER BY name LIMIT $2",
+     2,
+     {TIMESTAMPTZOID, INT4OID}},
+    // kSweepDelete: the same test again, on the row itself.
+    {"DELETE FROM dlock.lease_store"
+     " WHERE name OPERATOR(pg_catalog.=) $1"
+     "   AND (released_at OPERATOR(pg_catalog.<) $2"
+     "        OR (released_at IS NULL"
+     "            AND expires_at OPERATOR(pg_catalog.+) lock_delay"
+     "                OPERATOR(pg_catalog.<) $2))",
+     2,
+     {TEXTOID, TIMESTAMPTZOID}},
     // kReadForShare: the lease, row-locked so that no other transaction can
     // write it (a takeover included) until this one ends.
     {"SELECT token, owner, acquired_at, expires_at, ttl,"
@@ -185,6 +244,11 @@ Datum result_column(int column) {
                        &isnull);
 }
 
+Micros duration_of(Datum interval) {
+  const Interval* iv = DatumGetIntervalP(interval);
+  return duration(IntervalFields{iv->time, iv->day, iv->month}, "interval");
+}
+
 StoredLease result_lease() {
   StoredLease lease;
   lease.token = DatumGetInt64(result_column(1));
@@ -193,6 +257,10 @@ StoredLease result_lease() {
   lease.expires_at = DatumGetTimestampTz(result_column(4));
   lease.ttl = DatumGetIntervalP(result_column(5));
   lease.released = DatumGetBool(result_column(6));
+  lease.lock_delay = 0;  // not read by assert_held
+  lease.max_hold = 0;
+  lease.forced_by = nullptr;
+  lease.force_reason = nullptr;
   return lease;
 }
 
@@ -297,6 +365,11 @@ std::optional<StoredLease> read_lease(const char* name) {
   Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
   Relation rel = table_open(relid, AccessShareLock);
   TupleDesc desc = RelationGetDescr(rel);
+  if (desc->natts < kColumnCount) {
+    throw Error(sqlstate::object_not_in_prerequisite_state,
+                "dlock's SQL objects are older than its library",
+                {}, "Run ALTER EXTENSION dlock UPDATE.");
+  }
 
   ScanKeyData key;
   ScanKeyInit(&key, kColName, BTEqualStrategyNumber, F_TEXTEQ,
@@ -321,6 +394,13 @@ std::optional<StoredLease> read_lease(const char* name) {
                   sizeof(Interval)));
     (void)heap_getattr(tuple, kColReleasedAt, desc, &isnull);
     lease.released = !isnull;
+    lease.lock_delay = duration_of(heap_getattr(tuple, kColLockDelay, desc, &isnull));
+    Datum max_hold = heap_getattr(tuple, kColMaxHold, desc, &isnull);
+    lease.max_hold = isnull ? 0 : duration_of(max_hold);
+    Datum forced_by = heap_getattr(tuple, kColForcedBy, desc, &isnull);
+    lease.forced_by = isnull ? nullptr : TextDatumGetCString(forced_by);
+    Datum reason = heap_getattr(tuple, kColForceReason, desc, &isnull);
+    lease.force_reason = isnull ? nullptr : TextDatumGetCString(reason);
     row = lease;
   }
   systable_endscan(scan);
@@ -374,38 +454,102 @@ void close_writer(const Writer& w) {
 }
 
 uint64 write_grant(const Writer& w, GrantWrite kind, const char* name,
-                   const char* owner, TimestampTz now, TimestampTz expires_at,
-                   Interval* ttl, int64 seen_token) {
+                   const char* owner, const GrantTerms& terms,
+                   int64 seen_token) {
   // The new token is drawn here, with the lease's gate held.
   int64 new_token = seen_token;
   if (kind != GrantWrite::extend) {
     new_token = next_token();
     check_token_grows(new_token, seen_token);
   }
-  Datum args[8] = {
-      CStringGetTextDatum(name),  CStringGetTextDatum(owner),
+  Datum args[12] = {
+      CStringGetTextDatum(name),
+      CStringGetTextDatum(owner),
       CStringGetTextDatum(GetUserNameFromId(w.caller, false)),
-      TimestampTzGetDatum(now),
-      TimestampTzGetDatum(expires_at), IntervalPGetDatum(ttl),
-      Int64GetDatum(seen_token), Int64GetDatum(new_token),
+      TimestampTzGetDatum(terms.now),
+      TimestampTzGetDatum(terms.expires_at),
+      IntervalPGetDatum(terms.ttl),
+      Int64GetDatum(seen_token),
+      Int64GetDatum(new_token),
+      IntervalPGetDatum(terms.lock_delay),
+      PointerGetDatum(terms.max_hold),
+      Int32GetDatum(MyProcPid),
+      TimestampTzGetDatum(MyStartTimestamp),
   };
+  const char* nulls = terms.max_hold ? "            " : "         n  ";
   PlanId id = kind == GrantWrite::create ? kCreate
               : kind == GrantWrite::take ? kTake
                                          : kExtend;
-  return run(id, args, "        ");
+  return run(id, args, nulls);
 }
 
 uint64 write_renew(const char* name, int64 token, TimestampTz now,
-                   Interval* ttl) {
-  Datum args[4] = {CStringGetTextDatum(name), Int64GetDatum(token),
-                   TimestampTzGetDatum(now), IntervalPGetDatum(ttl)};
-  return run(kRenew, args, "    ");
+                   TimestampTz expires_at, Interval* ttl) {
+  Datum args[5] = {CStringGetTextDatum(name), Int64GetDatum(token),
+                   TimestampTzGetDatum(now), IntervalPGetDatum(ttl),
+                   TimestampTzGetDatum(expires_at)};
+  return run(kRenew, args, "     ");
 }
 
-uint64 write_release(const char* name, int64 token, TimestampTz now) {
+uint64 write_release(const char* name, int64 token, TimestampTz now,
+                     TimestampTz* acquired_at) {
   Datum args[3] = {CStringGetTextDatum(name), Int64GetDatum(token),
                    TimestampTzGetDatum(now)};
-  return run(kRelease, args, "   ");
+  uint64 n = run(kRelease, args, "   ");
+  if (n == 1) *acquired_at = DatumGetTimestampTz(result_column(1));
+  return n;
+}
+
+uint64 write_force_release(const char* name, TimestampTz now, const char* by,
+                           const char* reason, StoredLease* ended) {
+  Datum args[4] = {CStringGetTextDatum(name), TimestampTzGetDatum(now),
+                   CStringGetTextDatum(by), CStringGetTextDatum(reason)};
+  if (run(kForceRelease, args, "    ") == 0) return 0;
+  ended->token = DatumGetInt64(result_column(1));
+  ended->owner = TextDatumGetCString(result_column(2));
+  ended->acquired_at = DatumGetTimestampTz(result_column(3));
+  ended->expires_at = DatumGetTimestampTz(result_column(4));
+  ended->ttl = nullptr;
+  ended->released = true;
+  ended->lock_delay = 0;
+  ended->max_hold = 0;
+  ended->forced_by = by;
+  ended->force_reason = reason;
+  return 1;
+}
+
+int held_by_owner(const char* owner, const char* role, TimestampTz now,
+                  char*** names, int64** tokens) {
+  Datum args[3] = {CStringGetTextDatum(owner), TimestampTzGetDatum(now),
+                   role ? CStringGetTextDatum(role) : Datum(0)};
+  int n = static_cast<int>(run(kHeldByOwner, args, role ? "   " : "  n"));
+  *names = static_cast<char**>(palloc0(sizeof(char*) * (n + 1)));
+  *tokens = static_cast<int64*>(palloc0(sizeof(int64) * (n + 1)));
+  for (int i = 0; i < n; ++i) {
+    bool isnull;
+    (*names)[i] = TextDatumGetCString(SPI_getbinval(
+        SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+    (*tokens)[i] = DatumGetInt64(SPI_getbinval(
+        SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+  }
+  return n;
+}
+
+int sweepable(TimestampTz before, int limit, char*** names) {
+  Datum args[2] = {TimestampTzGetDatum(before), Int32GetDatum(limit)};
+  int n = static_cast<int>(run(kSweepable, args, "  "));
+  *names = static_cast<char**>(palloc0(sizeof(char*) * (n + 1)));
+  for (int i = 0; i < n; ++i) {
+    bool isnull;
+    (*names)[i] = TextDatumGetCString(SPI_getbinval(
+        SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+  }
+  return n;
+}
+
+uint64 delete_swept(const char* name, TimestampTz before) {
+  Datum args[2] = {CStringGetTextDatum(name), TimestampTzGetDatum(before)};
+  return run(kSweepDelete, args, "  ");
 }
 
 int64 result_token() { return DatumGetInt64(result_column(1)); }

@@ -5,6 +5,8 @@
 
 #include <optional>
 
+#include "../core/lease_rules.h"
+
 #include "pg_glue.h"
 
 namespace dlock {
@@ -18,6 +20,10 @@ struct StoredLease {
   TimestampTz expires_at;
   Interval* ttl;
   bool released;
+  Micros lock_delay;  // 0: none
+  Micros max_hold;    // 0: none
+  const char* forced_by;     // who force-released it, or NULL
+  const char* force_reason;  // and why
 };
 
 // Reads the lease through the primary key with the transaction's snapshot
@@ -51,12 +57,35 @@ void close_writer(const Writer& w);
 // Writes. Each returns the number of rows changed (0 or 1); on 1, a grant's
 // token is read with result_token().
 enum class GrantWrite { create, take, extend };
+struct GrantTerms {
+  TimestampTz now;
+  TimestampTz expires_at;
+  Interval* ttl;
+  Interval* lock_delay;
+  Interval* max_hold;  // NULL: none
+};
 uint64 write_grant(const Writer& w, GrantWrite kind, const char* name,
-                   const char* owner, TimestampTz now, TimestampTz expires_at,
-                   Interval* ttl, int64 seen_token);
+                   const char* owner, const GrantTerms& terms,
+                   int64 seen_token);
 uint64 write_renew(const char* name, int64 token, TimestampTz now,
-                   Interval* ttl);
-uint64 write_release(const char* name, int64 token, TimestampTz now);
+                   TimestampTz expires_at, Interval* ttl);
+// Compare-and-delete; on success *acquired_at tells how long it was held.
+uint64 write_release(const char* name, int64 token, TimestampTz now,
+                     TimestampTz* acquired_at);
+// Force-release: marks the lease released by `by` for `reason`, whoever
+// holds it. Returns 1 and the grant it ended in *ended, or 0 if it was
+// already released or never existed.
+uint64 write_force_release(const char* name, TimestampTz now, const char* by,
+                           const char* reason, StoredLease* ended);
+// Names and tokens of leases `owner` holds now, of role `role` (NULL: any).
+// Returns the count; fills palloc'd arrays.
+int held_by_owner(const char* owner, const char* role, TimestampTz now,
+                  char*** names, int64** tokens);
+// Up to `limit` names of leases released or expired (past their lock-delay)
+// before `before`.
+int sweepable(TimestampTz before, int limit, char*** names);
+// Deletes the lease row if it is still sweepable; returns rows deleted.
+uint64 delete_swept(const char* name, TimestampTz before);
 
 // The next fencing token: nextval of dlock.token_seq after checking the
 // sequence is still safe (55000) and, on a new history (cluster or WAL

@@ -9,6 +9,7 @@ void _PG_init(void);
 namespace dlock {
 
 int max_ttl_ms = 24 * 60 * 60 * 1000;
+bool log_grants = false;
 
 namespace {
 
@@ -85,6 +86,13 @@ void _PG_init(void) {
       "Acquisitions and renewals asking for more fail with SQLSTATE 22023.",
       &dlock::max_ttl_ms, 24 * 60 * 60 * 1000, 1, INT_MAX, PGC_SUSET,
       GUC_UNIT_MS, nullptr, nullptr, nullptr);
+  DefineCustomBoolVariable(
+      "dlock.log_grants",
+      "Logs every grant, takeover after expiry, release, force-release and "
+      "failed renewal.",
+      "Each line names the lease, owner and token, and for releases how long "
+      "the lease was held.",
+      &dlock::log_grants, false, PGC_SUSET, 0, nullptr, nullptr, nullptr);
   MarkGUCPrefixReserved("dlock");
   RegisterXactCallback(dlock::on_xact_event, nullptr);
 }

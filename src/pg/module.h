@@ -8,6 +8,9 @@ namespace dlock {
 // dlock.max_ttl, in milliseconds.
 extern int max_ttl_ms;
 
+// dlock.log_grants: log grants, takeovers, releases and force-releases.
+extern bool log_grants;
+
 // Makes the current transaction commit at least as durably as the server
 // is configured to (the reset value of synchronous_commit, waiting for
 // synchronous standbys if that says so), and never below a local WAL flush,
