@@ -404,3 +404,43 @@ TEST(Describe, EveryReasonHasItsOwnText) {
 
 }  // namespace
 }  // namespace dlock
+
+namespace dlock {
+namespace {
+
+// Lock-delay: an unreleased expiry keeps the lease busy until
+// expires_at + lock_delay; a release frees it at once.
+TEST(LockDelay, BusyUntilExpiryPlusDelay) {
+  LeaseRow row{5, 1'000, false, false, 500};
+  EXPECT_EQ(free_at(row), 1'500);
+  EXPECT_EQ(decide_grant(row, 999), Grant::busy);
+  EXPECT_EQ(decide_grant(row, 1'000), Grant::busy);
+  EXPECT_EQ(decide_grant(row, 1'499), Grant::busy);
+  EXPECT_EQ(decide_grant(row, 1'500), Grant::new_token);
+  row.same_owner = true;
+  EXPECT_EQ(decide_grant(row, 999), Grant::same_token);
+  EXPECT_EQ(decide_grant(row, 1'200), Grant::busy);
+  row.released = true;
+  EXPECT_EQ(free_at(row), 0);
+  EXPECT_EQ(decide_grant(row, 999), Grant::new_token);
+}
+
+TEST(CappedExpiry, NeverPastAcquiredAtPlusMaxHold) {
+  EXPECT_EQ(capped_expiry(100, 50, 0, 0), 150);      // no max_hold
+  EXPECT_EQ(capped_expiry(100, 50, 0, 1'000), 150);  // under the cap
+  EXPECT_EQ(capped_expiry(100, 50, 0, 120), 120);    // capped
+  EXPECT_EQ(capped_expiry(100, 50, 80, 40), 120);    // cap already near
+}
+
+TEST(CheckOptionalDuration, AbsentZeroPositiveAndLimits) {
+  EXPECT_EQ(check_optional_duration(std::nullopt, "lock_delay", 1'000), 0);
+  EXPECT_EQ(check_optional_duration(iv(0), "lock_delay", 1'000), 0);
+  EXPECT_EQ(check_optional_duration(iv(1'000), "lock_delay", 1'000), 1'000);
+  EXPECT_EQ(sqlstate_of([] { check_optional_duration(iv(-1), "lock_delay", 1'000); }),
+            "22023");
+  EXPECT_EQ(sqlstate_of([] { check_optional_duration(iv(1'001), "max_hold", 1'000); }),
+            "22023");
+}
+
+}  // namespace
+}  // namespace dlock
