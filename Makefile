@@ -28,7 +28,7 @@ PG_CPPFLAGS += -DDLOCK_TESTING
 endif
 SHLIB_LINK = -lstdc++
 
-REGRESS = boundary lease_api lease_errors lease_isolation_levels fencing advisory admin security upgrade
+REGRESS = boundary lease_api lease_errors lease_isolation_levels fencing advisory admin roles security upgrade
 ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read fenced_update assert_held fence_race advisory_waits lease_admin
 ISOLATION_OPTS = --inputdir=test/isolation
 

@@ -132,23 +132,25 @@ ALTER TABLE dlock.lease_store
     ADD COLUMN forced_by     text,
     ADD COLUMN force_reason  text;
 
-DROP FUNCTION dlock.try_acquire(text, interval, text);
-CREATE FUNCTION dlock.try_acquire(name text, ttl interval, owner text DEFAULT NULL,
-                                  lock_delay interval DEFAULT NULL, max_hold interval DEFAULT NULL)
+-- New overloads rather than new parameters on the existing functions, so
+-- that their privileges and the objects that depend on them survive the
+-- update. lock_delay has no default, so that calls without it keep
+-- resolving to the shorter functions.
+CREATE FUNCTION dlock.try_acquire(name text, ttl interval, owner text,
+                                  lock_delay interval, max_hold interval DEFAULT NULL)
 RETURNS dlock.lease
 AS 'MODULE_PATHNAME', 'dlock_try_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION dlock.try_acquire(text, interval, text, interval, interval) IS
-    'Grants the lease for ttl if it is free, released or expired past its lock-delay; NULL at once if another owner holds it or another transaction is writing it. lock_delay: how long an expiry without release keeps it from others; max_hold: the longest renewals may keep it.';
+    'try_acquire with Chubby''s lock-delay (how long an expiry without release keeps the lease from others) and max_hold (the longest renewals may keep it); NULL owner: the session''s default owner.';
 
-DROP FUNCTION dlock.acquire(text, interval, interval, text);
-CREATE FUNCTION dlock.acquire(name text, ttl interval, timeout interval, owner text DEFAULT NULL,
-                              lock_delay interval DEFAULT NULL, max_hold interval DEFAULT NULL)
+CREATE FUNCTION dlock.acquire(name text, ttl interval, timeout interval, owner text,
+                              lock_delay interval, max_hold interval DEFAULT NULL)
 RETURNS dlock.lease
 AS 'MODULE_PATHNAME', 'dlock_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION dlock.acquire(text, interval, interval, text, interval, interval) IS
-    'Like try_acquire, but waits up to timeout for the lease; SQLSTATE 55P03 when the timeout passes.';
+    'acquire with Chubby''s lock-delay and max_hold, as for try_acquire.';
 
 CREATE FUNCTION dlock.force_release(name text, reason text)
 RETURNS dlock.lease
@@ -158,12 +160,26 @@ COMMENT ON FUNCTION dlock.force_release(text, text) IS
     'Administrators: ends the lease whoever holds it, recording who and why; returns the grant it ended, or NULL if it was not held. Its token then fails renew (LD002) and assert_held.';
 REVOKE ALL ON FUNCTION dlock.force_release(text, text) FROM PUBLIC;
 
+-- dlock's administrators: members of role dlock_admin may force-release and
+-- sweep, and renew, release or assert any role's leases. Roles belong to the
+-- cluster, not the database, so the role is created once and outlives DROP
+-- EXTENSION; it holds no privilege but what dlock grants it here.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles
+                    WHERE rolname OPERATOR(pg_catalog.=) 'dlock_admin') THEN
+        CREATE ROLE dlock_admin NOLOGIN;
+    END IF;
+END
+$$;
+GRANT EXECUTE ON FUNCTION dlock.force_release(text, text) TO dlock_admin;
+
 CREATE FUNCTION dlock.release_all(owner text)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'dlock_release_all'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION dlock.release_all(text) IS
-    'Releases every lease owner holds that the calling role acquired (any role''s, for a superuser); returns how many. For a worker shutting down.';
+    'Releases every lease owner holds that the calling role acquired (any role''s, for dlock_admin); returns how many. For a worker shutting down.';
 
 CREATE FUNCTION dlock.sweep(older_than interval DEFAULT '1 day')
 RETURNS bigint
@@ -172,6 +188,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION dlock.sweep(interval) IS
     'Administrators: deletes lease rows released, or expired past their lock-delay, more than older_than ago (at most 10000 a call); returns how many. Tokens and fences are untouched.';
 REVOKE ALL ON FUNCTION dlock.sweep(interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dlock.sweep(interval) TO dlock_admin;
 
 CREATE OR REPLACE VIEW dlock.leases WITH (security_invoker = true) AS
 SELECT s.name,

@@ -34,18 +34,21 @@ SELECT token > :ld2 AS released_is_free_at_once
 -- max_hold: renewals (and the owner's retries) never extend past
 -- acquired_at + max_hold.
 SELECT token AS mh, acquired_at AS mh_at
-  FROM dlock.try_acquire('admin-cap', interval '200 ms', 'worker-1', max_hold => interval '1 s') \gset
+  FROM dlock.try_acquire('admin-cap', interval '200 ms', 'worker-1', NULL, max_hold => interval '1 s') \gset
 SELECT expires_at = :'mh_at'::timestamptz + interval '1 s' AS renewal_capped
   FROM dlock.renew('admin-cap', :mh, interval '1 h');
 SELECT expires_at = :'mh_at'::timestamptz + interval '1 s' AS retry_capped, token = :mh AS same_token
   FROM dlock.try_acquire('admin-cap', interval '1 h', 'worker-1');
 SELECT max_hold FROM dlock.leases WHERE name = 'admin-cap';
 SELECT expires_at - acquired_at AS first_grant_capped
-  FROM dlock.try_acquire('admin-cap2', interval '1 h', 'worker-1', max_hold => interval '2 s');
+  FROM dlock.try_acquire('admin-cap2', interval '1 h', 'worker-1', NULL, max_hold => interval '2 s');
 
--- Their arguments: not negative, not above dlock.max_ttl.
+-- Their arguments: not negative, not above dlock.max_ttl; NULL or 0: none.
+SELECT token > 0 AS granted
+  FROM dlock.try_acquire('admin-zero', interval '1 s', 'worker-1', interval '0', interval '0');
+SELECT lock_delay, max_hold IS NULL AS no_max_hold FROM dlock.leases WHERE name = 'admin-zero';
 SELECT regress.outcome($$SELECT dlock.try_acquire('x', '1 s', 'o', lock_delay => '-1 s')$$) AS negative_delay;
-SELECT regress.outcome($$SELECT dlock.try_acquire('x', '1 s', 'o', max_hold => '2 days')$$) AS long_max_hold;
+SELECT regress.outcome($$SELECT dlock.try_acquire('x', '1 s', 'o', NULL, max_hold => '2 days')$$) AS long_max_hold;
 SELECT regress.outcome($$SELECT dlock.acquire('x', '1 s', '1 s', 'o', lock_delay => '2 days')$$) AS acquire_long_delay;
 
 -- force_release: ends the grant whoever holds it and records who and why;

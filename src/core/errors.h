@@ -10,6 +10,7 @@
 // | 42703    | undefined_column          | fenced_update()/protect() name a column the table lacks |
 // | 42804    | datatype_mismatch         | the fence column is not bigint                     |
 // | 428C9    | generated_always          | fenced_update() changes a generated or system column |
+// | 42501    | insufficient_privilege    | renew/release/assert_held of a lease another role acquired |
 // | 55000    | object_not_in_prerequisite_state | dlock.token_seq was altered (cycle, cache, unlogged) |
 // | 55P03    | lock_not_available        | acquire() waited its whole timeout                 |
 // | LD001    | dlock_stale_token         | a newer token exists: fenced write, fence or assert_held refused |
@@ -36,6 +37,7 @@ inline constexpr char feature_not_supported[] = "0A000";
 inline constexpr char undefined_column[] = "42703";
 inline constexpr char datatype_mismatch[] = "42804";
 inline constexpr char generated_always[] = "428C9";
+inline constexpr char insufficient_privilege[] = "42501";
 inline constexpr char object_not_in_prerequisite_state[] = "55000";
 inline constexpr char lock_not_available[] = "55P03";
 inline constexpr char stale_token[] = "LD001";

@@ -88,11 +88,43 @@ Interval* exact_interval(Micros us) {
   return iv;
 }
 
+// dlock's administrators: members of role dlock_admin, and superusers.
+bool is_dlock_admin() {
+  if (superuser()) return true;
+  Oid admin = get_role_oid("dlock_admin", true);
+  return OidIsValid(admin) && has_privs_of_role(GetUserId(), admin);
+}
+
+// A lease belongs to the role that acquired it: that role, roles with its
+// privileges (its members) and dlock's administrators may act on it.
+bool may_act_for(const char* role_name) {
+  if (role_name == nullptr) return is_dlock_admin();
+  Oid role = get_role_oid(role_name, true);
+  if (OidIsValid(role) && has_privs_of_role(GetUserId(), role)) return true;
+  return is_dlock_admin();
+}
+
+// 42501 unless the caller may act on the grant it names by token.
+void check_may_act(const char* name, int64 token,
+                   const std::optional<StoredLease>& row) {
+  if (!row || row->token != token || may_act_for(row->acquired_by)) return;
+  throw Error(sqlstate::insufficient_privilege,
+              std::string("lease \"") + name + "\" belongs to role \"" +
+                  row->acquired_by + "\"",
+              {},
+              "Only that role, its members and members of dlock_admin may "
+              "renew, release or assert it.");
+}
+
 std::optional<LeaseRow> rules_view(const std::optional<StoredLease>& row,
                                    const char* owner) {
   if (!row) return std::nullopt;
-  return LeaseRow{row->token, row->expires_at, row->released,
-                  owner != nullptr && strcmp(row->owner, owner) == 0};
+  // The same owner name under a role that may not act for the lease's role
+  // is another owner.
+  bool same_owner = owner != nullptr && strcmp(row->owner, owner) == 0 &&
+                    may_act_for(row->acquired_by);
+  return LeaseRow{row->token, row->expires_at, row->released, same_owner,
+                  row->lock_delay};
 }
 
 // ---------------------------------------------------------------- leases
@@ -302,6 +334,7 @@ DLOCK_FUNCTION(dlock_renew) {
                                     max_ttl());
   wait_gate(name);
   std::optional<StoredLease> row = read_lease(name);
+  check_may_act(name, token, row);
   TimestampTz now = GetCurrentTimestamp();
   NotHeld why = why_not_held(rules_view(row, nullptr), token, now);
   if (why != NotHeld::held) raise_not_held(name, token, row, why);
@@ -334,14 +367,19 @@ DLOCK_FUNCTION(dlock_assert_held) {
   (void)LockAcquire(&gate, ShareLock, false, false);
   Writer w = open_writer();
   std::optional<StoredLease> row = read_lease_for_share(name);
+  if (row) {
+    row->owner = MemoryContextStrdup(w.caller_cxt, row->owner);
+    row->acquired_by = MemoryContextStrdup(w.caller_cxt, row->acquired_by);
+    if (row->forced_by) {
+      row->forced_by = MemoryContextStrdup(w.caller_cxt, row->forced_by);
+      row->force_reason = MemoryContextStrdup(w.caller_cxt, row->force_reason);
+    }
+  }
+  close_writer(w);
+  check_may_act(name, token, row);
   NotHeld why = why_not_held(rules_view(row, nullptr), token,
                              GetCurrentTimestamp());
-  if (why == NotHeld::held) {
-    close_writer(w);
-    PG_RETURN_VOID();
-  }
-  if (row) row->owner = MemoryContextStrdup(w.caller_cxt, row->owner);
-  close_writer(w);
+  if (why == NotHeld::held) PG_RETURN_VOID();
   if (why == NotHeld::newer_token) {
     throw Error(sqlstate::stale_token,
                 std::string("fencing token ") + std::to_string(token) +
@@ -359,6 +397,7 @@ DLOCK_FUNCTION(dlock_release) {
   int64 token = required_token(fcinfo, 1);
   bool first_write = !TransactionIdIsValid(GetTopTransactionIdIfAny());
   wait_gate(name);
+  check_may_act(name, token, read_lease(name));
   Writer w = open_writer();
   TimestampTz now = GetCurrentTimestamp();
   TimestampTz acquired_at = 0;
@@ -404,12 +443,16 @@ DLOCK_FUNCTION(dlock_force_release) {
 }
 
 // dlock.release_all(owner text) RETURNS integer: the caller's role's leases
-// held by owner (any role's for a superuser).
+// held by owner (any role's for dlock_admin).
 DLOCK_FUNCTION(dlock_release_all) {
   const char* owner = required_text(fcinfo, 0, "owner");
+  if (owner[0] == '\0') {
+    throw Error(sqlstate::invalid_parameter_value,
+                "owner must not be empty");
+  }
   check_owner(owner);
   const char* role =
-      superuser() ? nullptr : GetUserNameFromId(GetUserId(), false);
+      is_dlock_admin() ? nullptr : GetUserNameFromId(GetUserId(), false);
   TimestampTz now = GetCurrentTimestamp();
   Writer w = open_writer();
   char** names;

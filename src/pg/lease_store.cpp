@@ -167,7 +167,7 @@ const PlanSpec kPlans[kPlanCount] = {
     // kReadForShare: the lease, row-locked so that no other transaction can
     // write it (a takeover included) until this one ends.
     {"SELECT token, owner, acquired_at, expires_at, ttl,"
-     "       released_at IS NOT NULL"
+     "       released_at IS NOT NULL, acquired_by, forced_by, force_reason"
      "  FROM dlock.lease_store"
      " WHERE name OPERATOR(pg_catalog.=) $1"
      "   FOR SHARE",
@@ -259,8 +259,14 @@ StoredLease result_lease() {
   lease.released = DatumGetBool(result_column(6));
   lease.lock_delay = 0;  // not read by assert_held
   lease.max_hold = 0;
-  lease.forced_by = nullptr;
-  lease.force_reason = nullptr;
+  lease.acquired_by = TextDatumGetCString(result_column(7));
+  bool isnull;
+  Datum forced_by = SPI_getbinval(SPI_tuptable->vals[0],
+                                  SPI_tuptable->tupdesc, 8, &isnull);
+  lease.forced_by = isnull ? nullptr : TextDatumGetCString(forced_by);
+  Datum reason = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+                               9, &isnull);
+  lease.force_reason = isnull ? nullptr : TextDatumGetCString(reason);
   return lease;
 }
 
@@ -352,7 +358,12 @@ bool write_fence(const char* resource, int64 token, int64* highest) {
 }
 
 void remember_advisory_name(int64 key, const char* name) {
-  if (XactReadOnly || RecoveryInProgress()) return;
+  // Only where writing it cannot fail: not read-only, not on a standby,
+  // and not under a transaction snapshot, where a concurrent first use of
+  // the name would be a serialization failure.
+  if (XactReadOnly || RecoveryInProgress() || IsolationUsesXactSnapshot()) {
+    return;
+  }
   Datum args[2] = {Int64GetDatum(key), CStringGetTextDatum(name)};
   run(kAdvisoryName, args, "  ");
 }
@@ -401,6 +412,8 @@ std::optional<StoredLease> read_lease(const char* name) {
     lease.forced_by = isnull ? nullptr : TextDatumGetCString(forced_by);
     Datum reason = heap_getattr(tuple, kColForceReason, desc, &isnull);
     lease.force_reason = isnull ? nullptr : TextDatumGetCString(reason);
+    lease.acquired_by = TextDatumGetCString(
+        heap_getattr(tuple, kColAcquiredBy, desc, &isnull));
     row = lease;
   }
   systable_endscan(scan);
@@ -515,6 +528,7 @@ uint64 write_force_release(const char* name, TimestampTz now, const char* by,
   ended->max_hold = 0;
   ended->forced_by = by;
   ended->force_reason = reason;
+  ended->acquired_by = nullptr;
   return 1;
 }
 

@@ -24,6 +24,7 @@ struct StoredLease {
   Micros max_hold;    // 0: none
   const char* forced_by;     // who force-released it, or NULL
   const char* force_reason;  // and why
+  const char* acquired_by;   // the role that acquired it
 };
 
 // Reads the lease through the primary key with the transaction's snapshot

@@ -38,6 +38,7 @@ extern "C" {
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/datum.h"
