@@ -397,12 +397,24 @@ DLOCK_FUNCTION(dlock_release) {
   int64 token = required_token(fcinfo, 1);
   bool first_write = !TransactionIdIsValid(GetTopTransactionIdIfAny());
   wait_gate(name);
-  check_may_act(name, token, read_lease(name));
   Writer w = open_writer();
   TimestampTz now = GetCurrentTimestamp();
   TimestampTz acquired_at = 0;
-  bool released = write_release(name, token, now, &acquired_at) == 1;
+  const char* acquired_by = nullptr;
+  bool released =
+      write_release(name, token, now, &acquired_at, &acquired_by) == 1;
+  if (released) acquired_by = MemoryContextStrdup(w.caller_cxt, acquired_by);
   close_writer(w);
+  // Checked after the write, which saves a read (the error undoes the
+  // write), and as the caller again, after close_writer().
+  if (released && !may_act_for(acquired_by)) {
+    throw Error(sqlstate::insufficient_privilege,
+                std::string("lease \"") + name + "\" belongs to role \"" +
+                    acquired_by + "\"",
+                {},
+                "Only that role, its members and members of dlock_admin may "
+                "renew, release or assert it.");
+  }
   if (released) {
     note_release_write(first_write);
     if (log_grants) {
@@ -462,8 +474,9 @@ DLOCK_FUNCTION(dlock_release_all) {
   for (int i = 0; i < n; ++i) {
     wait_gate(names[i]);
     TimestampTz acquired_at;
-    released += static_cast<int>(
-        write_release(names[i], tokens[i], GetCurrentTimestamp(), &acquired_at));
+    const char* acquired_by;
+    released += static_cast<int>(write_release(
+        names[i], tokens[i], GetCurrentTimestamp(), &acquired_at, &acquired_by));
   }
   close_writer(w);
   PG_RETURN_INT32(released);
