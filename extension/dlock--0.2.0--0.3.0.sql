@@ -1,7 +1,20 @@
--- dlock 0.2.0 -> 0.3.0: advisory locks made visible and usable by name.
--- dlock.key(), advisory_lock() / advisory_unlock(), and the views
--- dlock.advisory_locks and dlock.lock_waits.
+-- dlock 0.2.0 -> 0.3.0: administration and security. Advisory locks made
+-- visible and usable by name (dlock.key, advisory_lock/advisory_unlock, the
+-- views dlock.advisory_locks and dlock.lock_waits); lease administration
+-- (lock-delay, max_hold, force_release, release_all, sweep); per-role
+-- leases and the dlock_admin role.
 \echo Use "ALTER EXTENSION dlock UPDATE TO '0.3.0'" to load this file. \quit
+
+-- Lease administration: renew counts, Chubby's lock-delay, a max_hold cap,
+-- the acquiring backend, and force-release records.
+ALTER TABLE dlock.lease_store
+    ADD COLUMN renew_count   bigint      NOT NULL DEFAULT 0,
+    ADD COLUMN lock_delay    interval    NOT NULL DEFAULT '0',
+    ADD COLUMN max_hold      interval,
+    ADD COLUMN backend_pid   integer,
+    ADD COLUMN backend_start timestamptz,
+    ADD COLUMN forced_by     text,
+    ADD COLUMN force_reason  text;
 
 -- Names behind the keys dlock.advisory_lock() has taken, for the views.
 CREATE TABLE dlock.advisory_names (
@@ -77,8 +90,10 @@ SELECT CASE l.objsubid WHEN 1 THEN 'bigint' ELSE 'int4pair' END AS key_space,
 COMMENT ON VIEW dlock.advisory_locks IS
     'One row per advisory lock entry of this database in pg_locks, decoded: keys, name (if dlock knows it), holder or waiter and whom it waits for.';
 
--- Waiter -> blocker edges: advisory locks, and dlock leases whose gate a
--- renew, release or assert_held is waiting for.
+-- Waiter -> blocker edges: advisory locks; dlock leases whose gate a renew,
+-- release or assert_held is waiting for; and sessions in dlock.acquire()
+-- (holding a shared lock in dlock's key space 4 while they wait) behind the
+-- lease's holder (NULL pid when the session that acquired it is gone).
 CREATE VIEW dlock.lock_waits WITH (security_invoker = true) AS
 SELECT w.pid AS waiter_pid,
        wa.usename AS waiter_role,
@@ -115,22 +130,46 @@ SELECT w.pid AS waiter_pid,
    AND NOT w.granted
    AND w.database OPERATOR(pg_catalog.=)
        (SELECT d.oid FROM pg_catalog.pg_database AS d
+         WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+UNION ALL
+SELECT w.pid,
+       wa.usename,
+       wa.application_name,
+       wa.query,
+       ba.pid,
+       ba.usename,
+       ba.application_name,
+       ba.query,
+       ba.state,
+       ba.state OPERATOR(pg_catalog.~~) 'idle in transaction%',
+       'lease',
+       NULL::pg_catalog.int8,
+       s.name,
+       wa.query_start,
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) wa.query_start
+  FROM pg_catalog.pg_locks AS w
+  JOIN dlock.lease_store AS s
+    ON pg_catalog.hashtextextended(s.name, 0) OPERATOR(pg_catalog.=)
+       ((w.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
+        OPERATOR(pg_catalog.|) w.objid::pg_catalog.int8)
+   AND s.released_at IS NULL
+   AND s.expires_at OPERATOR(pg_catalog.+) s.lock_delay
+       OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+  LEFT JOIN pg_catalog.pg_stat_activity AS wa ON wa.pid OPERATOR(pg_catalog.=) w.pid
+  LEFT JOIN pg_catalog.pg_stat_activity AS ba
+         ON ba.pid OPERATOR(pg_catalog.=) s.backend_pid
+        AND (ba.backend_start IS NULL
+             OR ba.backend_start OPERATOR(pg_catalog.=) s.backend_start)
+ WHERE w.locktype OPERATOR(pg_catalog.=) 'advisory'
+   AND w.objsubid OPERATOR(pg_catalog.=) 4
+   AND w.granted
+   AND w.database OPERATOR(pg_catalog.=)
+       (SELECT d.oid FROM pg_catalog.pg_database AS d
          WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
 COMMENT ON VIEW dlock.lock_waits IS
-    'One row per waiter -> blocker edge on advisory locks and dlock lease gates in this database, with both sessions and whether the blocker is idle in transaction.';
+    'One row per waiter -> blocker edge in this database: advisory locks, dlock lease gates, and dlock.acquire() waiting for a lease''s holder; with both sessions and whether the blocker is idle in transaction.';
 
 GRANT SELECT ON dlock.advisory_locks, dlock.lock_waits TO PUBLIC;
-
--- Lease administration: renew counts, Chubby's lock-delay, a max_hold cap,
--- the acquiring backend, and force-release records.
-ALTER TABLE dlock.lease_store
-    ADD COLUMN renew_count   bigint      NOT NULL DEFAULT 0,
-    ADD COLUMN lock_delay    interval    NOT NULL DEFAULT '0',
-    ADD COLUMN max_hold      interval,
-    ADD COLUMN backend_pid   integer,
-    ADD COLUMN backend_start timestamptz,
-    ADD COLUMN forced_by     text,
-    ADD COLUMN force_reason  text;
 
 -- New overloads rather than new parameters on the existing functions, so
 -- that their privileges and the objects that depend on them survive the

@@ -304,8 +304,16 @@ DLOCK_FUNCTION(dlock_acquire) {
   MemoryContext call_cxt = MemoryContextSwitchTo(attempt_cxt);
   Granted g;
   Micros holder_left;
+  // While it waits, the session holds a shared lock in dlock's "waiting"
+  // key space, so that dlock.lock_waits can show who waits for which lease.
+  LOCKTAG waiting = waiting_tag(req.name);
+  bool advertised = false;
   while (!attempt_grant(req, &g, &holder_left)) {
     MemoryContextReset(attempt_cxt);
+    if (!advertised) {
+      (void)LockAcquire(&waiting, ShareLock, false, false);
+      advertised = true;
+    }
     Micros now = GetCurrentTimestamp();
     if (now >= deadline) {
       throw Error(sqlstate::lock_not_available,
@@ -320,6 +328,7 @@ DLOCK_FUNCTION(dlock_acquire) {
     ResetLatch(MyLatch);
     CHECK_FOR_INTERRUPTS();
   }
+  if (advertised) LockRelease(&waiting, ShareLock, false);
   MemoryContextSwitchTo(call_cxt);
   return granted_datum(fcinfo, req, g);
 }

@@ -7,6 +7,16 @@ namespace dlock {
 namespace {
 
 constexpr uint16 kGateKeySpace = 3;
+constexpr uint16 kWaitingKeySpace = 4;
+
+LOCKTAG lease_tag(const char* name, uint16 key_space) {
+  uint64 key = hash_bytes_extended(reinterpret_cast<const unsigned char*>(name),
+                                   static_cast<int>(strlen(name)), 0);
+  LOCKTAG tag;
+  SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(key >> 32),
+                       static_cast<uint32>(key), key_space);
+  return tag;
+}
 
 // Column numbers of dlock.lease_store, in the order the install script
 // creates them (upgrades may only append columns). Checked by the
@@ -422,13 +432,10 @@ std::optional<StoredLease> read_lease(const char* name) {
   return row;
 }
 
-LOCKTAG gate_tag(const char* name) {
-  uint64 key = hash_bytes_extended(reinterpret_cast<const unsigned char*>(name),
-                                   static_cast<int>(strlen(name)), 0);
-  LOCKTAG tag;
-  SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(key >> 32),
-                       static_cast<uint32>(key), kGateKeySpace);
-  return tag;
+LOCKTAG gate_tag(const char* name) { return lease_tag(name, kGateKeySpace); }
+
+LOCKTAG waiting_tag(const char* name) {
+  return lease_tag(name, kWaitingKeySpace);
 }
 
 bool try_gate(const LOCKTAG& gate) {

@@ -39,6 +39,9 @@ std::optional<StoredLease> read_lease(const char* name);
 // try_gate() does not wait: a gate held elsewhere means a write of this
 // lease is in flight. wait_gate() waits, like any lock.
 LOCKTAG gate_tag(const char* name);
+// The same key in dlock's "waiting" key space (field 4 = 4): held shared by
+// sessions waiting in dlock.acquire() for the lease.
+LOCKTAG waiting_tag(const char* name);
 bool try_gate(const LOCKTAG& gate);
 void release_gate(const LOCKTAG& gate);
 void wait_gate(const char* name);
