@@ -23,14 +23,33 @@ SELECT regress.outcome($$SELECT dlock.assert_held('payroll', (SELECT token FROM 
 -- Using alice's owner name makes bob another owner: busy, not a retry.
 SELECT dlock.try_acquire('payroll', '1 h', 'payroll-worker') IS NULL AS bob_retry_busy;
 SELECT dlock.release_all('payroll-worker') AS bob_release_all;
+-- A release by bob with a wrong token takes nothing (not even the lease's
+-- gate, which would hold up alice's renewals).
+BEGIN;
+SELECT dlock.release('payroll', 999) AS wrong_token;
+SELECT count(*) AS gates_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+COMMIT;
 SELECT regress.outcome($$SELECT dlock.force_release('payroll', 'bob wants it')$$) AS bob_force;
 RESET ROLE;
 SELECT state, owner FROM dlock.leases WHERE name = 'payroll';
 
--- A member of alice acts for her.
+-- A member of alice acts for her, release_all included.
 SET ROLE regress_carol;
 SELECT token = (SELECT token FROM tokens WHERE who = 'alice') AS carol_renews
   FROM dlock.renew('payroll', (SELECT token FROM tokens WHERE who = 'alice'));
+SELECT dlock.try_acquire('payroll-side', '1 h', 'payroll-worker') IS NOT NULL AS carol_side_lease;
+RESET ROLE;
+SET ROLE regress_alice;
+SELECT dlock.try_acquire('payroll-extra', '1 h', 'payroll-worker') IS NOT NULL AS alice_extra_lease;
+RESET ROLE;
+SET ROLE regress_carol;
+SELECT dlock.release_all('payroll-worker') AS carol_releases_her_and_alices_extra;
+SELECT name, state FROM dlock.leases WHERE name LIKE 'payroll%' ORDER BY name;
+RESET ROLE;
+SET ROLE regress_alice;
+INSERT INTO tokens SELECT 'alice2', token FROM dlock.try_acquire('payroll', '1 h', 'payroll-worker')
+  ON CONFLICT DO NOTHING;
+UPDATE tokens SET token = (SELECT token FROM dlock.lease_store WHERE name = 'payroll') WHERE who = 'alice';
 RESET ROLE;
 
 -- dlock_admin force-releases; alice's token is dead at once.

@@ -31,12 +31,11 @@ int64 name_key(const char* name) {
   return key_from_sha256(digest);
 }
 
-// An advisory name: non-empty (22023). Any length: only its hash is used.
+// An advisory name: non-empty, at most 255 bytes like a lease name (22023;
+// the names are kept for the views).
 const char* advisory_name(FunctionCallInfo fcinfo, int arg) {
   const char* name = required_text(fcinfo, arg, "name");
-  if (name[0] == '\0') {
-    throw Error(sqlstate::invalid_parameter_value, "name must not be empty");
-  }
+  check_name(name, "name");
   return name;
 }
 
@@ -119,7 +118,12 @@ using namespace dlock;
 
 // dlock.key(name text) RETURNS bigint, STRICT IMMUTABLE.
 DLOCK_FUNCTION(dlock_key) {
-  PG_RETURN_INT64(name_key(advisory_name(fcinfo, 0)));
+  // Any non-empty name: only its hash is used.
+  const char* name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+  if (name[0] == '\0') {
+    throw Error(sqlstate::invalid_parameter_value, "name must not be empty");
+  }
+  PG_RETURN_INT64(name_key(name));
 }
 
 // dlock.advisory_lock(name text, timeout interval, shared boolean,

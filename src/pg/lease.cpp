@@ -405,6 +405,16 @@ DLOCK_FUNCTION(dlock_release) {
   check_name(name);
   int64 token = required_token(fcinfo, 1);
   bool first_write = !TransactionIdIsValid(GetTopTransactionIdIfAny());
+  // Judged before taking the gate: a release that cannot succeed (wrong
+  // token, not held) must not hold the gate, or any role could keep the
+  // holder from renewing by releasing with a wrong token in an open
+  // transaction.
+  std::optional<StoredLease> row = read_lease(name);
+  if (!row || row->token != token ||
+      !is_held(*rules_view(row, nullptr), GetCurrentTimestamp())) {
+    PG_RETURN_BOOL(false);
+  }
+  check_may_act(name, token, row);
   wait_gate(name);
   Writer w = open_writer();
   TimestampTz now = GetCurrentTimestamp();
@@ -412,18 +422,7 @@ DLOCK_FUNCTION(dlock_release) {
   const char* acquired_by = nullptr;
   bool released =
       write_release(name, token, now, &acquired_at, &acquired_by) == 1;
-  if (released) acquired_by = MemoryContextStrdup(w.caller_cxt, acquired_by);
   close_writer(w);
-  // Checked after the write, which saves a read (the error undoes the
-  // write), and as the caller again, after close_writer().
-  if (released && !may_act_for(acquired_by)) {
-    throw Error(sqlstate::insufficient_privilege,
-                std::string("lease \"") + name + "\" belongs to role \"" +
-                    acquired_by + "\"",
-                {},
-                "Only that role, its members and members of dlock_admin may "
-                "renew, release or assert it.");
-  }
   if (released) {
     note_release_write(first_write);
     if (log_grants) {
@@ -472,15 +471,21 @@ DLOCK_FUNCTION(dlock_release_all) {
                 "owner must not be empty");
   }
   check_owner(owner);
-  const char* role =
-      is_dlock_admin() ? nullptr : GetUserNameFromId(GetUserId(), false);
   TimestampTz now = GetCurrentTimestamp();
   Writer w = open_writer();
   char** names;
   int64* tokens;
-  int n = held_by_owner(owner, role, now, &names, &tokens);
+  char** roles;
+  int n = held_by_owner(owner, now, w.caller_cxt, &names, &tokens, &roles);
+  close_writer(w);
+  // Only the leases the caller may act for (see may_act_for), judged as
+  // the caller.
+  bool* mine = static_cast<bool*>(palloc0(sizeof(bool) * (n + 1)));
+  for (int i = 0; i < n; ++i) mine[i] = may_act_for(roles[i]);
+  w = open_writer();
   int released = 0;
   for (int i = 0; i < n; ++i) {
+    if (!mine[i]) continue;
     wait_gate(names[i]);
     TimestampTz acquired_at;
     const char* acquired_by;

@@ -147,15 +147,14 @@ const PlanSpec kPlans[kPlanCount] = {
      " RETURNING token, owner, acquired_at, expires_at",
      4,
      {TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}},
-    // kHeldByOwner: what an owner holds now; $3 NULL for any role.
-    {"SELECT name, token FROM dlock.lease_store"
+    // kHeldByOwner: what an owner holds now.
+    {"SELECT name, token, acquired_by FROM dlock.lease_store"
      " WHERE owner OPERATOR(pg_catalog.=) $1"
      "   AND released_at IS NULL"
      "   AND expires_at OPERATOR(pg_catalog.>) $2"
-     "   AND ($3 IS NULL OR acquired_by OPERATOR(pg_catalog.=) $3)"
      " ORDER BY name",
-     3,
-     {TEXTOID, TIMESTAMPTZOID, TEXTOID}},
+     2,
+     {TEXTOID, TIMESTAMPTZOID}},
     // kSweepable: leases released, or expired past their lock-delay, before $1.
     {"SELECT name FROM dlock.lease_store"
      " WHERE released_at OPERATOR(pg_catalog.<) $1"
@@ -542,20 +541,24 @@ uint64 write_force_release(const char* name, TimestampTz now, const char* by,
   return 1;
 }
 
-int held_by_owner(const char* owner, const char* role, TimestampTz now,
-                  char*** names, int64** tokens) {
-  Datum args[3] = {CStringGetTextDatum(owner), TimestampTzGetDatum(now),
-                   role ? CStringGetTextDatum(role) : Datum(0)};
-  int n = static_cast<int>(run(kHeldByOwner, args, role ? "   " : "  n"));
+int held_by_owner(const char* owner, TimestampTz now, MemoryContext into,
+                  char*** names, int64** tokens, char*** roles) {
+  Datum args[2] = {CStringGetTextDatum(owner), TimestampTzGetDatum(now)};
+  int n = static_cast<int>(run(kHeldByOwner, args, "  "));
+  // Copied out of SPI's memory: the caller uses them after SPI_finish.
+  MemoryContext old = MemoryContextSwitchTo(into);
   *names = static_cast<char**>(palloc0(sizeof(char*) * (n + 1)));
   *tokens = static_cast<int64*>(palloc0(sizeof(int64) * (n + 1)));
+  *roles = static_cast<char**>(palloc0(sizeof(char*) * (n + 1)));
   for (int i = 0; i < n; ++i) {
     bool isnull;
-    (*names)[i] = TextDatumGetCString(SPI_getbinval(
-        SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-    (*tokens)[i] = DatumGetInt64(SPI_getbinval(
-        SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+    HeapTuple row = SPI_tuptable->vals[i];
+    TupleDesc desc = SPI_tuptable->tupdesc;
+    (*names)[i] = TextDatumGetCString(SPI_getbinval(row, desc, 1, &isnull));
+    (*tokens)[i] = DatumGetInt64(SPI_getbinval(row, desc, 2, &isnull));
+    (*roles)[i] = TextDatumGetCString(SPI_getbinval(row, desc, 3, &isnull));
   }
+  MemoryContextSwitchTo(old);
   return n;
 }
 

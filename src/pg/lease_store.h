@@ -82,10 +82,10 @@ uint64 write_release(const char* name, int64 token, TimestampTz now,
 // already released or never existed.
 uint64 write_force_release(const char* name, TimestampTz now, const char* by,
                            const char* reason, StoredLease* ended);
-// Names and tokens of leases `owner` holds now, of role `role` (NULL: any).
-// Returns the count; fills palloc'd arrays.
-int held_by_owner(const char* owner, const char* role, TimestampTz now,
-                  char*** names, int64** tokens);
+// Names, tokens and acquiring roles of the leases `owner` holds now.
+// Returns the count; fills arrays palloc'd in `into`.
+int held_by_owner(const char* owner, TimestampTz now, MemoryContext into,
+                  char*** names, int64** tokens, char*** roles);
 // Up to `limit` names of leases released or expired (past their lock-delay)
 // before `before`.
 int sweepable(TimestampTz before, int limit, char*** names);
