@@ -419,9 +419,7 @@ DLOCK_FUNCTION(dlock_release) {
   Writer w = open_writer();
   TimestampTz now = GetCurrentTimestamp();
   TimestampTz acquired_at = 0;
-  const char* acquired_by = nullptr;
-  bool released =
-      write_release(name, token, now, &acquired_at, &acquired_by) == 1;
+  bool released = write_release(name, token, now, &acquired_at) == 1;
   close_writer(w);
   if (released) {
     note_release_write(first_write);
@@ -488,9 +486,8 @@ DLOCK_FUNCTION(dlock_release_all) {
     if (!mine[i]) continue;
     wait_gate(names[i]);
     TimestampTz acquired_at;
-    const char* acquired_by;
-    released += static_cast<int>(write_release(
-        names[i], tokens[i], GetCurrentTimestamp(), &acquired_at, &acquired_by));
+    released += static_cast<int>(
+        write_release(names[i], tokens[i], GetCurrentTimestamp(), &acquired_at));
   }
   close_writer(w);
   PG_RETURN_INT32(released);

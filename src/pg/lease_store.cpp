@@ -136,7 +136,7 @@ const PlanSpec kPlans[kPlanCount] = {
      "   AND token OPERATOR(pg_catalog.=) $2"
      "   AND released_at IS NULL"
      "   AND expires_at OPERATOR(pg_catalog.>) $3"
-     " RETURNING acquired_at, acquired_by",
+     " RETURNING acquired_at",
      3,
      {TEXTOID, INT8OID, TIMESTAMPTZOID}},
     // kForceRelease: ends the grant, whoever holds it, recording who and why.
@@ -511,14 +511,11 @@ uint64 write_renew(const char* name, int64 token, TimestampTz now,
 }
 
 uint64 write_release(const char* name, int64 token, TimestampTz now,
-                     TimestampTz* acquired_at, const char** acquired_by) {
+                     TimestampTz* acquired_at) {
   Datum args[3] = {CStringGetTextDatum(name), Int64GetDatum(token),
                    TimestampTzGetDatum(now)};
   uint64 n = run(kRelease, args, "   ");
-  if (n == 1) {
-    *acquired_at = DatumGetTimestampTz(result_column(1));
-    *acquired_by = TextDatumGetCString(result_column(2));
-  }
+  if (n == 1) *acquired_at = DatumGetTimestampTz(result_column(1));
   return n;
 }
 

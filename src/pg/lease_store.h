@@ -73,10 +73,9 @@ uint64 write_grant(const Writer& w, GrantWrite kind, const char* name,
                    int64 seen_token);
 uint64 write_renew(const char* name, int64 token, TimestampTz now,
                    TimestampTz expires_at, Interval* ttl);
-// Compare-and-delete; on success *acquired_at and *acquired_by (in SPI's
-// memory) tell how long it was held and by which role.
+// Compare-and-delete; on success *acquired_at tells how long it was held.
 uint64 write_release(const char* name, int64 token, TimestampTz now,
-                     TimestampTz* acquired_at, const char** acquired_by);
+                     TimestampTz* acquired_at);
 // Force-release: marks the lease released by `by` for `reason`, whoever
 // holds it. Returns 1 and the grant it ended in *ended, or 0 if it was
 // already released or never existed.
