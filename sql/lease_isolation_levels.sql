@@ -26,3 +26,23 @@ BEGIN ISOLATION LEVEL READ COMMITTED;
 SELECT token > :ser_token AS larger_token, owner
   FROM dlock.acquire('rc', interval '5 s', interval '1 s', 'rc-owner');
 COMMIT;
+
+-- A read-only transaction (a hot standby's included): every function that
+-- writes leases raises 25006 before looking at the lease, held or not;
+-- reads work.
+SELECT token AS ro_token FROM dlock.try_acquire('ro', interval '1 min', 'ro-owner') \gset
+BEGIN READ ONLY;
+SELECT regress.outcome($$SELECT dlock.try_acquire('ro', '1 min', 'ro-owner')$$) AS try_acquire_held;
+SELECT regress.outcome($$SELECT dlock.try_acquire('ro-free', '1 min')$$) AS try_acquire_free;
+SELECT regress.outcome($$SELECT dlock.acquire('ro-free', '1 min', '0 s')$$) AS acquire;
+SELECT regress.outcome(format($$SELECT dlock.renew('ro', %s)$$, :ro_token)) AS renew;
+SELECT regress.outcome(format($$SELECT dlock.release('ro', %s)$$, :ro_token)) AS release;
+SELECT regress.outcome($$SELECT dlock.release('ro', 1)$$) AS release_not_held;
+SELECT regress.outcome($$SELECT dlock.release_all('ro-owner')$$) AS release_all;
+SELECT regress.outcome($$SELECT dlock.force_release('ro', 'test')$$) AS force_release;
+SELECT regress.outcome($$SELECT dlock.sweep()$$) AS sweep;
+SELECT token = :ro_token AS same_token, owner FROM dlock.get('ro');
+SELECT state FROM dlock.leases WHERE name = 'ro';
+COMMIT;
+SELECT count(*) AS free_rows FROM dlock.lease_store WHERE name = 'ro-free';
+SELECT dlock.release('ro', :ro_token) AS released;

@@ -173,44 +173,49 @@ struct Granted {
 bool attempt_grant(const Request& req, Granted* out, Micros* holder_left) {
   std::optional<StoredLease> row = read_lease(req.name);
   Micros now = GetCurrentTimestamp();
-  Grant grant = decide_grant(rules_view(row, req.owner), now);
   *holder_left = 0;
-  if (grant == Grant::busy) {
+  if (decide_grant(rules_view(row, req.owner), now) == Grant::busy) {
     *holder_left = free_at(*rules_view(row, req.owner)) - now;
     return false;
   }
-  PreventCommandDuringRecovery("granting a lease");
   LOCKTAG gate = gate_tag(req.name);
   if (!try_gate(gate)) return false;
 
-  GrantWrite kind = grant == Grant::create      ? GrantWrite::create
-                    : grant == Grant::new_token ? GrantWrite::take
-                                                : GrantWrite::extend;
-  Writer w = open_writer();
-  now = GetCurrentTimestamp();
-  // A retry of a held grant keeps that grant's start and max_hold.
-  bool extend = kind == GrantWrite::extend;
+  // Decided again when writing, on the row version written: the lease may
+  // have changed between the read and the gate, and time has passed.
+  GrantWrite kind;
   GrantTerms terms;
-  terms.now = now;
-  terms.expires_at =
-      extend ? capped_expiry(now, req.ttl, row->acquired_at, row->max_hold)
-             : capped_expiry(now, req.ttl, now, req.max_hold);
-  terms.ttl = exact_interval(req.ttl);
-  terms.lock_delay = exact_interval(req.lock_delay);
-  terms.max_hold = req.max_hold > 0 ? exact_interval(req.max_hold) : nullptr;
-  if (write_grant(w, kind, req.name, req.owner, terms,
-                  row ? row->token : 0) != 1) {
-    // The lease changed between the read and the gate: nothing was
-    // granted, so do not keep others from it for the rest of the
-    // transaction.
-    close_writer(w);
-    release_gate(gate);
-    return false;
+  for (;;) {
+    now = GetCurrentTimestamp();
+    Grant grant = decide_grant(rules_view(row, req.owner), now);
+    if (grant == Grant::busy) {
+      // Nothing was granted, so do not keep others from the lease for the
+      // rest of the transaction.
+      release_gate(gate);
+      return false;
+    }
+    kind = grant == Grant::create      ? GrantWrite::create
+           : grant == Grant::new_token ? GrantWrite::take
+                                       : GrantWrite::extend;
+    // A retry of a held grant keeps that grant's start and max_hold.
+    bool extend = kind == GrantWrite::extend;
+    terms.now = now;
+    terms.expires_at =
+        extend ? capped_expiry(now, req.ttl, row->acquired_at, row->max_hold)
+               : capped_expiry(now, req.ttl, now, req.max_hold);
+    terms.ttl = exact_interval(req.ttl);
+    terms.lock_delay = exact_interval(req.lock_delay);
+    terms.max_hold = req.max_hold > 0 ? exact_interval(req.max_hold) : nullptr;
+    if (write_grant(kind, req.name, row ? &*row : nullptr, req.owner, terms,
+                    &out->token) == RowWrite::written) {
+      break;
+    }
+    CHECK_FOR_INTERRUPTS();
+    row = read_lease(req.name);
   }
-  out->token = result_token();
+  bool extend = kind == GrantWrite::extend;
   out->acquired_at = extend ? row->acquired_at : now;
   out->expires_at = terms.expires_at;
-  close_writer(w);
   if (log_grants) {
     if (kind == GrantWrite::take && !row->released) {
       ereport(LOG, (errmsg_internal(
@@ -230,6 +235,29 @@ bool attempt_grant(const Request& req, Granted* out, Micros* holder_left) {
   // synchronous_commit says.
   commit_durably();
   return true;
+}
+
+// Whether row is the lease held with token at now.
+bool held_with(const std::optional<StoredLease>& row, int64 token,
+               TimestampTz now) {
+  return row && row->token == token && is_held(*rules_view(row, nullptr), now);
+}
+
+// Compare-and-delete of (name, token), with the lease's gate held; `row` is
+// the lease as read before or after taking the gate. On success,
+// *acquired_at tells how long the lease was held.
+bool release_gated(const char* name, int64 token,
+                   std::optional<StoredLease> row, TimestampTz* acquired_at) {
+  for (;;) {
+    TimestampTz now = GetCurrentTimestamp();
+    if (!held_with(row, token, now)) return false;
+    if (write_release(*row, now) == RowWrite::written) {
+      *acquired_at = row->acquired_at;
+      return true;
+    }
+    CHECK_FOR_INTERRUPTS();
+    row = read_lease(name);
+  }
 }
 
 // Builds a dlock.lease value; valid_for is measured now, on the server.
@@ -275,6 +303,7 @@ using namespace dlock;
 
 DLOCK_FUNCTION(dlock_try_acquire) {
   Request req = lease_request(fcinfo, 2);
+  PreventCommandIfReadOnly("dlock.try_acquire()");
   Granted g;
   Micros holder_left;
   if (!attempt_grant(req, &g, &holder_left)) PG_RETURN_NULL();
@@ -285,6 +314,7 @@ DLOCK_FUNCTION(dlock_acquire) {
   Request req = lease_request(fcinfo, 3);
   Micros timeout = check_timeout(
       interval_fields(required_interval(fcinfo, 2, "timeout")));
+  PreventCommandIfReadOnly("dlock.acquire()");
   if (IsolationUsesXactSnapshot()) {
     throw Error(sqlstate::feature_not_supported,
                 "dlock.acquire() cannot wait in a REPEATABLE READ or "
@@ -341,29 +371,28 @@ DLOCK_FUNCTION(dlock_renew) {
   Micros ttl = keep_ttl ? 0
                         : check_ttl(interval_fields(PG_GETARG_INTERVAL_P(2)),
                                     max_ttl());
+  PreventCommandIfReadOnly("dlock.renew()");
   wait_gate(name);
   std::optional<StoredLease> row = read_lease(name);
-  check_may_act(name, token, row);
-  TimestampTz now = GetCurrentTimestamp();
-  NotHeld why = why_not_held(rules_view(row, nullptr), token, now);
-  if (why != NotHeld::held) raise_not_held(name, token, row, why);
-  // The lease's current TTL, still within today's dlock.max_ttl.
-  if (keep_ttl) ttl = check_ttl(interval_fields(row->ttl), max_ttl());
-  // Never past the grant's max_hold.
-  TimestampTz expires_at =
-      capped_expiry(now, ttl, row->acquired_at, row->max_hold);
-  Writer w = open_writer();
-  uint64 renewed =
-      write_renew(name, token, now, expires_at, exact_interval(ttl));
-  close_writer(w);
-  if (renewed != 1) {
+  for (;;) {
+    check_may_act(name, token, row);
+    TimestampTz now = GetCurrentTimestamp();
+    NotHeld why = why_not_held(rules_view(row, nullptr), token, now);
+    if (why != NotHeld::held) raise_not_held(name, token, row, why);
+    // The lease's current TTL, still within today's dlock.max_ttl.
+    if (keep_ttl) ttl = check_ttl(interval_fields(row->ttl), max_ttl());
+    // Never past the grant's max_hold.
+    TimestampTz expires_at =
+        capped_expiry(now, ttl, row->acquired_at, row->max_hold);
+    if (write_renew(*row, expires_at, exact_interval(ttl)) ==
+        RowWrite::written) {
+      commit_durably();  // like a grant: see attempt_grant()
+      return lease_datum(fcinfo, name, row->owner, token, row->acquired_at,
+                         expires_at);
+    }
+    CHECK_FOR_INTERRUPTS();
     row = read_lease(name);
-    raise_not_held(name, token, row,
-                   why_not_held(rules_view(row, nullptr), token, now));
   }
-  commit_durably();  // like a grant: see attempt_grant()
-  return lease_datum(fcinfo, name, row->owner, token, row->acquired_at,
-                     expires_at);
 }
 
 DLOCK_FUNCTION(dlock_assert_held) {
@@ -404,23 +433,18 @@ DLOCK_FUNCTION(dlock_release) {
   const char* name = required_text(fcinfo, 0, "lease name");
   check_name(name);
   int64 token = required_token(fcinfo, 1);
+  PreventCommandIfReadOnly("dlock.release()");
   bool first_write = !TransactionIdIsValid(GetTopTransactionIdIfAny());
   // Judged before taking the gate: a release that cannot succeed (wrong
   // token, not held) must not hold the gate, or any role could keep the
   // holder from renewing by releasing with a wrong token in an open
   // transaction.
   std::optional<StoredLease> row = read_lease(name);
-  if (!row || row->token != token ||
-      !is_held(*rules_view(row, nullptr), GetCurrentTimestamp())) {
-    PG_RETURN_BOOL(false);
-  }
+  if (!held_with(row, token, GetCurrentTimestamp())) PG_RETURN_BOOL(false);
   check_may_act(name, token, row);
   wait_gate(name);
-  Writer w = open_writer();
-  TimestampTz now = GetCurrentTimestamp();
-  TimestampTz acquired_at = 0;
-  bool released = write_release(name, token, now, &acquired_at) == 1;
-  close_writer(w);
+  TimestampTz acquired_at;
+  bool released = release_gated(name, token, row, &acquired_at);
   if (released) {
     note_release_write(first_write);
     if (log_grants) {
@@ -428,7 +452,8 @@ DLOCK_FUNCTION(dlock_release) {
                        "dlock: lease \"%s\" released with token %lld after "
                        "%lld ms",
                        name, static_cast<long long>(token),
-                       static_cast<long long>((now - acquired_at) / 1000))));
+                       static_cast<long long>(
+                           (GetCurrentTimestamp() - acquired_at) / 1000))));
     }
   }
   PG_RETURN_BOOL(released);
@@ -439,6 +464,7 @@ DLOCK_FUNCTION(dlock_force_release) {
   const char* name = required_text(fcinfo, 0, "lease name");
   check_name(name);
   const char* reason = required_text(fcinfo, 1, "reason");
+  PreventCommandIfReadOnly("dlock.force_release()");
   wait_gate(name);
   Writer w = open_writer();
   TimestampTz now = GetCurrentTimestamp();
@@ -469,6 +495,7 @@ DLOCK_FUNCTION(dlock_release_all) {
                 "owner must not be empty");
   }
   check_owner(owner);
+  PreventCommandIfReadOnly("dlock.release_all()");
   TimestampTz now = GetCurrentTimestamp();
   Writer w = open_writer();
   char** names;
@@ -480,16 +507,14 @@ DLOCK_FUNCTION(dlock_release_all) {
   // the caller.
   bool* mine = static_cast<bool*>(palloc0(sizeof(bool) * (n + 1)));
   for (int i = 0; i < n; ++i) mine[i] = may_act_for(roles[i]);
-  w = open_writer();
   int released = 0;
   for (int i = 0; i < n; ++i) {
     if (!mine[i]) continue;
     wait_gate(names[i]);
     TimestampTz acquired_at;
-    released += static_cast<int>(
-        write_release(names[i], tokens[i], GetCurrentTimestamp(), &acquired_at));
+    released += release_gated(names[i], tokens[i], read_lease(names[i]),
+                              &acquired_at);
   }
-  close_writer(w);
   PG_RETURN_INT32(released);
 }
 
@@ -504,6 +529,7 @@ DLOCK_FUNCTION(dlock_sweep) {
     throw Error(sqlstate::invalid_parameter_value,
                 "older_than must not be negative");
   }
+  PreventCommandIfReadOnly("dlock.sweep()");
   constexpr int kBatch = 10000;  // gates held until commit: bound them
   TimestampTz before = GetCurrentTimestamp() - older_than;
   Writer w = open_writer();

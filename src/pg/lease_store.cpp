@@ -41,20 +41,51 @@ enum LeaseColumn : AttrNumber {
   kColumnCount = kColForceReason,
 };
 
-Oid dlock_relation(const char* relname) {
-  Oid relid = get_relname_relid(relname, get_namespace_oid("dlock", false));
-  if (!OidIsValid(relid)) elog(ERROR, "dlock: relation dlock.%s is missing", relname);
-  return relid;
+// dlock's relations on the hot paths, looked up by name once per backend
+// and forgotten on any invalidation that may concern them (DROP and CREATE
+// EXTENSION, a renamed schema), so a lease call costs no catalog lookup.
+enum DlockRelation { kLeaseStore, kLeaseStorePkey, kTokenSeq, kRelationCount };
+const char* const kRelationNames[kRelationCount] = {
+    "lease_store", "lease_store_pkey", "token_seq"};
+Oid relation_oids[kRelationCount];
+
+void forget_relations() {
+  for (Oid& oid : relation_oids) oid = InvalidOid;
+}
+
+void on_relcache_invalidation(Datum, Oid relid) {
+  for (Oid oid : relation_oids) {
+    if (!OidIsValid(relid) || relid == oid) {
+      forget_relations();
+      return;
+    }
+  }
+}
+
+void on_namespace_invalidation(Datum, int, uint32) { forget_relations(); }
+
+Oid dlock_relation(DlockRelation which) {
+  static bool callbacks_registered = false;
+  if (!callbacks_registered) {
+    CacheRegisterRelcacheCallback(on_relcache_invalidation, 0);
+    CacheRegisterSyscacheCallback(NAMESPACEOID, on_namespace_invalidation, 0);
+    callbacks_registered = true;
+  }
+  if (!OidIsValid(relation_oids[which])) {
+    const char* relname = kRelationNames[which];
+    Oid relid = get_relname_relid(relname, get_namespace_oid("dlock", false));
+    if (!OidIsValid(relid)) {
+      elog(ERROR, "dlock: relation dlock.%s is missing", relname);
+    }
+    relation_oids[which] = relid;
+  }
+  return relation_oids[which];
 }
 
 // Saved plans, prepared on first use. Every reference is schema-qualified,
 // operators included, so the caller's search_path cannot redirect them.
 enum PlanId {
   kCreate,
-  kTake,
-  kExtend,
-  kRenew,
-  kRelease,
   kForceRelease,
   kHeldByOwner,
   kSweepable,
@@ -75,70 +106,19 @@ struct PlanSpec {
   Oid types[12];
 };
 
-// Grant plans share their arguments: $1 name, $2 owner, $3 role, $4 now,
-// $5 expires_at, $6 ttl, $7 the token seen when deciding, $8 the new token,
-// $9 lock_delay, $10 max_hold, $11 backend pid, $12 backend start.
-#define GRANT_ARG_TYPES                                                     \
-  {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID,   \
-   INT8OID, INT8OID, INTERVALOID, INTERVALOID, INT4OID, TIMESTAMPTZOID}
-
 const PlanSpec kPlans[kPlanCount] = {
-    // kCreate: first grant of a name.
+    // kCreate: first grant of a name; nothing if another transaction
+    // created it since it was read. $1 name, $2 owner, $3 role, $4 now,
+    // $5 expires_at, $6 ttl, $7 token, $8 lock_delay, $9 max_hold,
+    // $10 backend pid, $11 backend start.
     {"INSERT INTO dlock.lease_store"
      "       (name, token, acquired_at, expires_at, ttl, acquired_by, owner,"
      "        lock_delay, max_hold, backend_pid, backend_start)"
-     " VALUES ($1, $8, $4, $5, $6, $3, $2, $9, $10, $11, $12)"
-     " ON CONFLICT (name) DO NOTHING"
-     " RETURNING token",
-     12, GRANT_ARG_TYPES},
-    // kTake: a released lease, or one expired past its lock-delay, with a
-    // new token.
-    {"UPDATE dlock.lease_store"
-     "   SET token = $8,"
-     "       acquired_at = $4, expires_at = $5, ttl = $6, acquired_by = $3,"
-     "       owner = $2, released_at = NULL, renew_count = 0,"
-     "       lock_delay = $9, max_hold = $10, backend_pid = $11,"
-     "       backend_start = $12, forced_by = NULL, force_reason = NULL"
-     " WHERE name OPERATOR(pg_catalog.=) $1"
-     "   AND token OPERATOR(pg_catalog.=) $7"
-     "   AND (released_at IS NOT NULL"
-     "        OR expires_at OPERATOR(pg_catalog.+) lock_delay"
-     "           OPERATOR(pg_catalog.<=) $4)"
-     " RETURNING token",
-     12, GRANT_ARG_TYPES},
-    // kExtend: the owner acquires a lease it holds: same token, later
-    // expiry (capped by its max_hold), the grant's other terms kept.
-    {"UPDATE dlock.lease_store"
-     "   SET expires_at = $5, ttl = $6"
-     " WHERE name OPERATOR(pg_catalog.=) $1"
-     "   AND token OPERATOR(pg_catalog.=) $7"
-     "   AND owner OPERATOR(pg_catalog.=) $2"
-     "   AND released_at IS NULL"
-     "   AND expires_at OPERATOR(pg_catalog.>) $4"
-     " RETURNING token",
-     12, GRANT_ARG_TYPES},
-    // kRenew: compare-and-set on (name, token). $3 now, $4 ttl, $5 the new
-    // expiry (capped by max_hold).
-    {"UPDATE dlock.lease_store"
-     "   SET expires_at = $5, ttl = $4,"
-     "       renew_count = renew_count OPERATOR(pg_catalog.+) 1"
-     " WHERE name OPERATOR(pg_catalog.=) $1"
-     "   AND token OPERATOR(pg_catalog.=) $2"
-     "   AND released_at IS NULL"
-     "   AND expires_at OPERATOR(pg_catalog.>) $3",
-     5,
-     {TEXTOID, INT8OID, TIMESTAMPTZOID, INTERVALOID, TIMESTAMPTZOID}},
-    // kRelease: compare-and-delete on (name, token); the row stays, marked
-    // released, so the lease's latest token and state remain visible.
-    {"UPDATE dlock.lease_store"
-     "   SET released_at = $3"
-     " WHERE name OPERATOR(pg_catalog.=) $1"
-     "   AND token OPERATOR(pg_catalog.=) $2"
-     "   AND released_at IS NULL"
-     "   AND expires_at OPERATOR(pg_catalog.>) $3"
-     " RETURNING acquired_at",
-     3,
-     {TEXTOID, INT8OID, TIMESTAMPTZOID}},
+     " VALUES ($1, $7, $4, $5, $6, $3, $2, $8, $9, $10, $11)"
+     " ON CONFLICT (name) DO NOTHING",
+     11,
+     {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID,
+      INT8OID, INTERVALOID, INTERVALOID, INT4OID, TIMESTAMPTZOID}},
     // kForceRelease: ends the grant, whoever holds it, recording who and why.
     {"UPDATE dlock.lease_store"
      "   SET released_at = $2, forced_by = $3, force_reason = $4"
@@ -268,6 +248,8 @@ StoredLease result_lease() {
   lease.released = DatumGetBool(result_column(6));
   lease.lock_delay = 0;  // not read by assert_held
   lease.max_hold = 0;
+  lease.renew_count = 0;
+  lease.tuple = nullptr;
   lease.acquired_by = TextDatumGetCString(result_column(7));
   bool isnull;
   Datum forced_by = SPI_getbinval(SPI_tuptable->vals[0],
@@ -296,6 +278,7 @@ void enter_epoch(Oid seq) {
   Oid nsp = get_namespace_oid("dlock", false);
   if (!OidIsValid(get_relname_relid("token_epoch", nsp))) return;
 
+  Writer w = open_writer();
   // Read first without locking: the row lock of a history check would
   // otherwise last as long as the calling transaction, a long acquire()
   // wait included, and stall every other session's first grant.
@@ -317,6 +300,7 @@ void enter_epoch(Oid seq) {
                      ObjectIdGetDatum(MyDatabaseId)};
     run(kEpochWrite, args, "   ");
   }
+  close_writer(w);
   epoch_system_identifier = sysid;
   epoch_timeline = tli;
 }
@@ -324,7 +308,7 @@ void enter_epoch(Oid seq) {
 }  // namespace
 
 int64 next_token() {
-  Oid seq = dlock_relation("token_seq");
+  Oid seq = dlock_relation(kTokenSeq);
   HeapTuple tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seq));
   if (!HeapTupleIsValid(tup)) elog(ERROR, "dlock: token_seq is not a sequence");
   Form_pg_sequence form = reinterpret_cast<Form_pg_sequence>(GETSTRUCT(tup));
@@ -341,7 +325,7 @@ int64 next_token() {
 std::optional<int64> last_issued_token() {
   LOCAL_FCINFO(call, 1);
   InitFunctionCallInfoData(*call, nullptr, 1, InvalidOid, nullptr, nullptr);
-  call->args[0].value = ObjectIdGetDatum(dlock_relation("token_seq"));
+  call->args[0].value = ObjectIdGetDatum(dlock_relation(kTokenSeq));
   call->args[0].isnull = false;
   Datum last = pg_sequence_last_value(call);
   if (call->isnull) return std::nullopt;
@@ -378,8 +362,8 @@ void remember_advisory_name(int64 key, const char* name) {
 }
 
 std::optional<StoredLease> read_lease(const char* name) {
-  Oid relid = dlock_relation("lease_store");
-  Oid pkey = dlock_relation("lease_store_pkey");
+  Oid relid = dlock_relation(kLeaseStore);
+  Oid pkey = dlock_relation(kLeaseStorePkey);
   // See this transaction's own earlier writes, as an SPI query would.
   CommandCounterIncrement();
   Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
@@ -423,6 +407,9 @@ std::optional<StoredLease> read_lease(const char* name) {
     lease.force_reason = isnull ? nullptr : TextDatumGetCString(reason);
     lease.acquired_by = TextDatumGetCString(
         heap_getattr(tuple, kColAcquiredBy, desc, &isnull));
+    lease.renew_count =
+        DatumGetInt64(heap_getattr(tuple, kColRenewCount, desc, &isnull));
+    lease.tuple = heap_copytuple(tuple);
     row = lease;
   }
   systable_endscan(scan);
@@ -455,9 +442,8 @@ Writer open_writer() {
   Writer w;
   w.caller_cxt = CurrentMemoryContext;
   GetUserIdAndSecContext(&w.saved_user, &w.saved_sec_context);
-  w.caller = w.saved_user;
   HeapTuple tup = SearchSysCache1(
-      RELOID, ObjectIdGetDatum(dlock_relation("lease_store")));
+      RELOID, ObjectIdGetDatum(dlock_relation(kLeaseStore)));
   if (!HeapTupleIsValid(tup)) elog(ERROR, "dlock: lease_store is missing");
   Oid table_owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
   ReleaseSysCache(tup);
@@ -472,51 +458,163 @@ void close_writer(const Writer& w) {
   SPI_finish();
 }
 
-uint64 write_grant(const Writer& w, GrantWrite kind, const char* name,
-                   const char* owner, const GrantTerms& terms,
-                   int64 seen_token) {
-  // The new token is drawn here, with the lease's gate held.
-  int64 new_token = seen_token;
-  if (kind != GrantWrite::extend) {
-    new_token = next_token();
-    check_token_grows(new_token, seen_token);
+namespace {
+
+// One column of a lease row to set.
+struct ColumnValue {
+  AttrNumber column;
+  Datum value;
+  bool isnull;
+};
+
+// Index entries for a row version that is not heap-only, as an UPDATE's
+// executor makes them. dlock's table has plain column indexes only.
+void insert_index_entries(Relation rel, HeapTuple tuple) {
+  TupleDesc desc = RelationGetDescr(rel);
+  List* indexes = RelationGetIndexList(rel);
+  ListCell* cell;
+  foreach (cell, indexes) {
+    Relation index = index_open(lfirst_oid(cell), RowExclusiveLock);
+    IndexInfo* info = BuildIndexInfo(index);
+    if (info->ii_Expressions != NIL || info->ii_Predicate != NIL) {
+      elog(ERROR, "dlock: unexpected expression or partial index \"%s\" on "
+                  "dlock.lease_store",
+           RelationGetRelationName(index));
+    }
+    Datum values[INDEX_MAX_KEYS];
+    bool nulls[INDEX_MAX_KEYS];
+    for (int i = 0; i < info->ii_NumIndexAttrs; ++i) {
+      values[i] =
+          heap_getattr(tuple, info->ii_IndexAttrNumbers[i], desc, &nulls[i]);
+    }
+    (void)index_insert(index, values, nulls, &tuple->t_self, rel,
+                       index->rd_index->indisunique ? UNIQUE_CHECK_YES
+                                                    : UNIQUE_CHECK_NO,
+                       true, info);
+    index_close(index, NoLock);
   }
-  Datum args[12] = {
+  list_free(indexes);
+}
+
+// Replaces the version of the lease row that read_lease() returned by one
+// with `columns` set, as an UPDATE would (heap-only when it can, so that
+// a lease's many grants and releases need no index entries), without
+// planning or running a statement. The caller holds the lease's gate, so
+// no other dlock write of the row is in flight.
+RowWrite update_row(const StoredLease& row, const ColumnValue* columns,
+                    int count) {
+  Relation rel = table_open(dlock_relation(kLeaseStore), RowExclusiveLock);
+  TupleDesc desc = RelationGetDescr(rel);
+  Datum* values = static_cast<Datum*>(palloc0(sizeof(Datum) * desc->natts));
+  bool* nulls = static_cast<bool*>(palloc0(sizeof(bool) * desc->natts));
+  bool* replace = static_cast<bool*>(palloc0(sizeof(bool) * desc->natts));
+  for (int i = 0; i < count; ++i) {
+    int at = columns[i].column - 1;
+    values[at] = columns[i].value;
+    nulls[at] = columns[i].isnull;
+    replace[at] = true;
+  }
+  HeapTuple updated = heap_modify_tuple(row.tuple, desc, values, nulls, replace);
+  TM_FailureData failure;
+  LockTupleMode lock_mode;
+  TM_Result result =
+      heap_update(rel, &row.tuple->t_self, updated, GetCurrentCommandId(true),
+                  InvalidSnapshot, true, &failure, &lock_mode);
+  switch (result) {
+    case TM_Ok:
+      if (!HeapTupleIsHeapOnly(updated)) insert_index_entries(rel, updated);
+      table_close(rel, NoLock);
+      return RowWrite::written;
+    case TM_Updated:
+    case TM_Deleted:
+      // As the executor's UPDATE does when the row it read has moved on.
+      if (IsolationUsesXactSnapshot()) {
+        ereport(ERROR,
+                (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                 errmsg("could not serialize access due to concurrent %s",
+                        result == TM_Updated ? "update" : "delete")));
+      }
+      table_close(rel, NoLock);
+      return RowWrite::changed;
+    default:
+      elog(ERROR, "dlock: unexpected result %d updating a lease row",
+           static_cast<int>(result));
+  }
+}
+
+}  // namespace
+
+RowWrite write_grant(GrantWrite kind, const char* name,
+                     const StoredLease* row, const char* owner,
+                     const GrantTerms& terms, int64* token) {
+  if (kind == GrantWrite::extend) {
+    // The same grant for longer: its token and other terms stay.
+    *token = row->token;
+    ColumnValue columns[] = {
+        {kColExpiresAt, TimestampTzGetDatum(terms.expires_at), false},
+        {kColTtl, IntervalPGetDatum(terms.ttl), false},
+    };
+    return update_row(*row, columns, lengthof(columns));
+  }
+  // The new token is drawn here, with the lease's gate held.
+  *token = next_token();
+  check_token_grows(*token, row ? row->token : 0);
+  Datum role = CStringGetTextDatum(GetUserNameFromId(GetUserId(), false));
+  bool no_max_hold = terms.max_hold == nullptr;
+  Datum max_hold = PointerGetDatum(terms.max_hold);
+  if (kind == GrantWrite::take) {
+    ColumnValue columns[] = {
+        {kColToken, Int64GetDatum(*token), false},
+        {kColAcquiredAt, TimestampTzGetDatum(terms.now), false},
+        {kColExpiresAt, TimestampTzGetDatum(terms.expires_at), false},
+        {kColTtl, IntervalPGetDatum(terms.ttl), false},
+        {kColAcquiredBy, role, false},
+        {kColOwner, CStringGetTextDatum(owner), false},
+        {kColReleasedAt, 0, true},
+        {kColRenewCount, Int64GetDatum(0), false},
+        {kColLockDelay, IntervalPGetDatum(terms.lock_delay), false},
+        {kColMaxHold, max_hold, no_max_hold},
+        {kColBackendPid, Int32GetDatum(MyProcPid), false},
+        {kColBackendStart, TimestampTzGetDatum(MyStartTimestamp), false},
+        {kColForcedBy, 0, true},
+        {kColForceReason, 0, true},
+    };
+    return update_row(*row, columns, lengthof(columns));
+  }
+  Datum args[11] = {
       CStringGetTextDatum(name),
       CStringGetTextDatum(owner),
-      CStringGetTextDatum(GetUserNameFromId(w.caller, false)),
+      role,
       TimestampTzGetDatum(terms.now),
       TimestampTzGetDatum(terms.expires_at),
       IntervalPGetDatum(terms.ttl),
-      Int64GetDatum(seen_token),
-      Int64GetDatum(new_token),
+      Int64GetDatum(*token),
       IntervalPGetDatum(terms.lock_delay),
-      PointerGetDatum(terms.max_hold),
+      max_hold,
       Int32GetDatum(MyProcPid),
       TimestampTzGetDatum(MyStartTimestamp),
   };
-  const char* nulls = terms.max_hold ? "            " : "         n  ";
-  PlanId id = kind == GrantWrite::create ? kCreate
-              : kind == GrantWrite::take ? kTake
-                                         : kExtend;
-  return run(id, args, nulls);
+  Writer w = open_writer();
+  uint64 created = run(kCreate, args, no_max_hold ? "        n  " : "           ");
+  close_writer(w);
+  return created == 1 ? RowWrite::written : RowWrite::changed;
 }
 
-uint64 write_renew(const char* name, int64 token, TimestampTz now,
-                   TimestampTz expires_at, Interval* ttl) {
-  Datum args[5] = {CStringGetTextDatum(name), Int64GetDatum(token),
-                   TimestampTzGetDatum(now), IntervalPGetDatum(ttl),
-                   TimestampTzGetDatum(expires_at)};
-  return run(kRenew, args, "     ");
+RowWrite write_renew(const StoredLease& row, TimestampTz expires_at,
+                     Interval* ttl) {
+  ColumnValue columns[] = {
+      {kColExpiresAt, TimestampTzGetDatum(expires_at), false},
+      {kColTtl, IntervalPGetDatum(ttl), false},
+      {kColRenewCount, Int64GetDatum(row.renew_count + 1), false},
+  };
+  return update_row(row, columns, lengthof(columns));
 }
 
-uint64 write_release(const char* name, int64 token, TimestampTz now,
-                     TimestampTz* acquired_at) {
-  Datum args[3] = {CStringGetTextDatum(name), Int64GetDatum(token),
-                   TimestampTzGetDatum(now)};
-  uint64 n = run(kRelease, args, "   ");
-  if (n == 1) *acquired_at = DatumGetTimestampTz(result_column(1));
-  return n;
+RowWrite write_release(const StoredLease& row, TimestampTz now) {
+  ColumnValue columns[] = {
+      {kColReleasedAt, TimestampTzGetDatum(now), false},
+  };
+  return update_row(row, columns, lengthof(columns));
 }
 
 uint64 write_force_release(const char* name, TimestampTz now, const char* by,
@@ -535,6 +633,8 @@ uint64 write_force_release(const char* name, TimestampTz now, const char* by,
   ended->forced_by = by;
   ended->force_reason = reason;
   ended->acquired_by = nullptr;
+  ended->renew_count = 0;
+  ended->tuple = nullptr;
   return 1;
 }
 
@@ -575,7 +675,5 @@ uint64 delete_swept(const char* name, TimestampTz before) {
   Datum args[2] = {CStringGetTextDatum(name), TimestampTzGetDatum(before)};
   return run(kSweepDelete, args, "  ");
 }
-
-int64 result_token() { return DatumGetInt64(result_column(1)); }
 
 }  // namespace dlock

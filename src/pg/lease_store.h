@@ -25,6 +25,9 @@ struct StoredLease {
   const char* forced_by;     // who force-released it, or NULL
   const char* force_reason;  // and why
   const char* acquired_by;   // the role that acquired it
+  int64 renew_count;
+  HeapTuple tuple;  // the row version read (a copy), for the write_* below;
+                    // NULL where not read by read_lease()
 };
 
 // Reads the lease through the primary key with the transaction's snapshot
@@ -51,15 +54,24 @@ void wait_gate(const char* name);
 // restores the user and closes SPI; close_writer() is for the success path.
 struct Writer {
   MemoryContext caller_cxt;  // the SQL function's memory context
-  Oid caller;                // the calling role, recorded as acquired_by
   Oid saved_user;
   int saved_sec_context;
 };
 Writer open_writer();
 void close_writer(const Writer& w);
 
-// Writes. Each returns the number of rows changed (0 or 1); on 1, a grant's
-// token is read with result_token().
+// Writes of a lease row that read_lease() returned, with the lease's gate
+// held, as compare-and-set on that row version: each returns
+// RowWrite::changed, writing nothing, if another transaction wrote the row
+// after it was read (read it again and decide again). In a REPEATABLE READ
+// or SERIALIZABLE transaction that is a serialization failure (40001)
+// instead, as for an UPDATE. No statement is planned or run: a lease's
+// grants, renewals and releases are heap-only updates of its row.
+enum class RowWrite { written, changed };
+
+// A grant: `create` inserts the first row of a name (row is NULL), `take`
+// gives a released or expired lease a new token, `extend` gives the owner's
+// grant a later expiry and keeps its token. Sets *token to the grant's.
 enum class GrantWrite { create, take, extend };
 struct GrantTerms {
   TimestampTz now;
@@ -68,14 +80,13 @@ struct GrantTerms {
   Interval* lock_delay;
   Interval* max_hold;  // NULL: none
 };
-uint64 write_grant(const Writer& w, GrantWrite kind, const char* name,
-                   const char* owner, const GrantTerms& terms,
-                   int64 seen_token);
-uint64 write_renew(const char* name, int64 token, TimestampTz now,
-                   TimestampTz expires_at, Interval* ttl);
-// Compare-and-delete; on success *acquired_at tells how long it was held.
-uint64 write_release(const char* name, int64 token, TimestampTz now,
-                     TimestampTz* acquired_at);
+RowWrite write_grant(GrantWrite kind, const char* name, const StoredLease* row,
+                     const char* owner, const GrantTerms& terms, int64* token);
+// A later expiry and TTL for the grant, counted as a renewal.
+RowWrite write_renew(const StoredLease& row, TimestampTz expires_at,
+                     Interval* ttl);
+// Marks the grant released at `now`.
+RowWrite write_release(const StoredLease& row, TimestampTz now);
 // Force-release: marks the lease released by `by` for `reason`, whoever
 // holds it. Returns 1 and the grant it ended in *ended, or 0 if it was
 // already released or never existed.
@@ -94,7 +105,6 @@ uint64 delete_swept(const char* name, TimestampTz before);
 // The next fencing token: nextval of dlock.token_seq after checking the
 // sequence is still safe (55000) and, on a new history (cluster or WAL
 // timeline), moving it to a new epoch first (see src/core/fencing.h).
-// Runs inside a Writer.
 int64 next_token();
 
 // The largest token issued so far, or nothing if none was.
@@ -113,7 +123,5 @@ bool write_fence(const char* resource, int64 token, int64* highest);
 // views can show it. Skipped in read-only transactions and on standbys.
 // Runs inside a Writer.
 void remember_advisory_name(int64 key, const char* name);
-
-int64 result_token();
 
 }  // namespace dlock

@@ -68,6 +68,18 @@ $primary->wait_for_catchup($standby);
 is(lease_list($standby), 'replayed-1=1,replayed-2=2,streamed-1=3',
 	'(a) the standby replayed the first grants');
 
+# A hot standby answers reads; every write is 25006 (read-only).
+is($standby->safe_psql('postgres', q{SELECT token FROM dlock.get('streamed-1')}),
+	'3', '(a) dlock.get works on the standby');
+for my $write (q{dlock.try_acquire('on-standby', '1 min')},
+	q{dlock.renew('streamed-1', 3)}, q{dlock.release('streamed-1', 3)})
+{
+	my ($out, $err) = ('', '');
+	$standby->psql('postgres', "\\set VERBOSITY sqlstate\nSELECT $write",
+		stdout => \$out, stderr => \$err);
+	like($err, qr/ERROR:  25006/, "(a) $write on the standby: 25006");
+}
+
 # Replay paused: grants the standby receives but does not apply yet.
 $standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
 $standby->poll_query_until('postgres',
