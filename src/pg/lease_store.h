@@ -1,5 +1,6 @@
-// Access to dlock.lease_store, the table of leases: a direct index read of
-// one lease, the per-lease gate, and the saved SPI plans that write it.
+// Access to dlock's tables: a direct index read of one lease, the per-lease
+// gate, direct updates of a lease's row, and saved SPI plans for the rest
+// (a name's first grant, administration, fences, tokens' epochs).
 // Plain frames only (see boundary.h): everything here may ereport.
 #pragma once
 
