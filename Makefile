@@ -29,7 +29,7 @@ endif
 SHLIB_LINK = -lstdc++
 
 REGRESS = boundary lease_api lease_errors lease_isolation_levels fencing advisory admin roles security lease_rows upgrade
-ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read fenced_update assert_held fence_race advisory_waits lease_admin row_changed
+ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read fenced_update assert_held fence_race advisory_waits lease_admin row_changed reinstall
 ISOLATION_OPTS = --inputdir=test/isolation
 
 # PGXS would also compile every .cpp to LLVM bitcode with clang, dropping

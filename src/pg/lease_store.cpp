@@ -49,8 +49,18 @@ const char* const kRelationNames[kRelationCount] = {
     "lease_store", "lease_store_pkey", "token_seq"};
 Oid relation_oids[kRelationCount];
 
+// The history (cluster, WAL timeline) this backend last saw tokens issued
+// on; zero until checked. A backend serves one database, so the database
+// needs no cache entry. See enter_epoch().
+uint64 epoch_system_identifier = 0;
+TimeLineID epoch_timeline = 0;
+
+// Forgets the relations and, with them, the history checked against their
+// dlock.token_epoch: after DROP and CREATE EXTENSION it is a new table.
 void forget_relations() {
   for (Oid& oid : relation_oids) oid = InvalidOid;
+  epoch_system_identifier = 0;
+  epoch_timeline = 0;
 }
 
 void on_relcache_invalidation(Datum, Oid relid) {
@@ -261,11 +271,6 @@ StoredLease result_lease() {
   return lease;
 }
 
-// The history this backend last saw tokens issued on; zero until checked.
-// A backend serves one database, so the database needs no cache entry.
-uint64 epoch_system_identifier = 0;
-TimeLineID epoch_timeline = 0;
-
 // Moves the sequence to a new epoch when tokens are about to be issued on
 // a history (cluster, timeline, database: a CREATE DATABASE ... TEMPLATE
 // copy must not repeat its original's tokens) other than the one recorded in
@@ -467,33 +472,31 @@ struct ColumnValue {
   bool isnull;
 };
 
-// Index entries for a row version that is not heap-only, as an UPDATE's
-// executor makes them. dlock's table has plain column indexes only.
+// Index entries for a row version that is not heap-only, made by the
+// executor's own routine, as for an UPDATE: indexes not yet ready (during
+// CREATE INDEX CONCURRENTLY, or left behind by a failed one) are skipped,
+// partial and expression indexes are evaluated, unique and exclusion
+// constraints checked.
 void insert_index_entries(Relation rel, HeapTuple tuple) {
-  TupleDesc desc = RelationGetDescr(rel);
-  List* indexes = RelationGetIndexList(rel);
-  ListCell* cell;
-  foreach (cell, indexes) {
-    Relation index = index_open(lfirst_oid(cell), RowExclusiveLock);
-    IndexInfo* info = BuildIndexInfo(index);
-    if (info->ii_Expressions != NIL || info->ii_Predicate != NIL) {
-      elog(ERROR, "dlock: unexpected expression or partial index \"%s\" on "
-                  "dlock.lease_store",
-           RelationGetRelationName(index));
-    }
-    Datum values[INDEX_MAX_KEYS];
-    bool nulls[INDEX_MAX_KEYS];
-    for (int i = 0; i < info->ii_NumIndexAttrs; ++i) {
-      values[i] =
-          heap_getattr(tuple, info->ii_IndexAttrNumbers[i], desc, &nulls[i]);
-    }
-    (void)index_insert(index, values, nulls, &tuple->t_self, rel,
-                       index->rd_index->indisunique ? UNIQUE_CHECK_YES
-                                                    : UNIQUE_CHECK_NO,
-                       true, info);
-    index_close(index, NoLock);
+  EState* estate = CreateExecutorState();
+  ResultRelInfo* target = makeNode(ResultRelInfo);
+  InitResultRelInfo(target, rel, 0, nullptr, 0);
+  ExecOpenIndices(target, false);
+  TupleTableSlot* slot = ExecInitExtraTupleSlot(
+      estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
+  ExecStoreHeapTuple(tuple, slot, false);
+  // update = true: the hint that lets btree delete the row's older
+  // versions bottom-up (right for the primary key: a lease's name never
+  // changes; only a hint for any other index).
+  List* deferred = ExecInsertIndexTuples(target, slot, estate, true, false,
+                                         nullptr, NIL);
+  if (deferred != NIL) {
+    elog(ERROR, "dlock: deferrable constraints on dlock.lease_store are not "
+                "supported");
   }
-  list_free(indexes);
+  ExecCloseIndices(target);
+  ExecResetTupleTable(estate->es_tupleTable, false);
+  FreeExecutorState(estate);
 }
 
 // Replaces the version of the lease row that read_lease() returned by one
