@@ -5,7 +5,7 @@
 #
 #   bash bench/run.sh
 #
-# Environment: BENCH_ROUNDS (default 5), BENCH_SECONDS per run (default 3).
+# Environment: BENCH_ROUNDS (default 9), BENCH_SECONDS per run (default 3).
 # Prints a table and the targets; writes the same to bench/results/latest.txt.
 # Exits non-zero on any error (failed transactions, aborted clients, a lease
 # never granted), never because a target is missed.
@@ -14,7 +14,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 BENCH_DIR="$DLOCK_ROOT/bench"
 
-ROUNDS=${BENCH_ROUNDS:-5}
+ROUNDS=${BENCH_ROUNDS:-9}
 RUN_SECONDS=${BENCH_SECONDS:-3}
 WARMUP_SECONDS=1
 VARIANTS=(dlock table advisory)
