@@ -1,25 +1,23 @@
 // Sleep schedule for dlock.acquire(): capped exponential backoff with full
 // jitter (each sleep uniform in [ceiling/2, ceiling], the ceiling doubling
-// from `first` up to `max`; 2 ms and 100 ms by default), never sleeping past the holder's expiry or the
-// caller's deadline. Pure C++: the glue sleeps on the latch for what
-// next_sleep() returns.
+// from `first` up to `max`; 2 ms and 100 ms by default), never sleeping past
+// the holder's expiry or the caller's deadline. Pure C++: the glue sleeps on
+// the latch for what next_sleep() returns.
 #pragma once
-#ifdef POSTGRES_H
-#error "src/core is plain C++ and must not see PostgreSQL headers"
-#endif
+#include "plain_cpp.h"
 
 #include <cstdint>
 #include <random>
 
-#include "lease_rules.h"
+#include "duration.h"
 
 namespace dlock {
 
 class Backoff {
  public:
-  static constexpr Micros kFirst = 2'000;   // 2 ms
-  static constexpr Micros kMax = 100'000;   // 100 ms
-  static constexpr Micros kMin = 500;       // never spin tighter than 0.5 ms
+  static constexpr Micros kFirst = 2'000;  // 2 ms
+  static constexpr Micros kMax = 100'000;  // 100 ms
+  static constexpr Micros kMin = 500;      // never spin tighter than 0.5 ms
 
   Backoff(std::uint64_t seed, Micros first = kFirst, Micros max = kMax);
 

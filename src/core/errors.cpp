@@ -1,6 +1,7 @@
 #include "errors.h"
 
 #include <cstring>
+#include <utility>
 
 namespace dlock {
 

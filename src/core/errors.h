@@ -1,29 +1,8 @@
-// dlock's error type and the SQLSTATEs it raises.
-//
-// Pure C++: no PostgreSQL header may be included before or by this file.
-//
-// | SQLSTATE | condition                 | raised when                                        |
-// |----------|---------------------------|----------------------------------------------------|
-// | 22004    | null_value_not_allowed    | a required argument (name, ttl, timeout, token) is NULL |
-// | 22023    | invalid_parameter_value   | empty or over-long name/owner/resource; ttl <= 0 or above dlock.max_ttl; negative timeout; bad changes/match |
-// | 0A000    | feature_not_supported     | acquire() in a REPEATABLE READ or SERIALIZABLE transaction |
-// | 42703    | undefined_column          | fenced_update()/protect() name a column the table lacks |
-// | 42804    | datatype_mismatch         | the fence column is not bigint                     |
-// | 428C9    | generated_always          | fenced_update() changes a generated or system column |
-// | 42501    | insufficient_privilege    | renew/release/assert_held of a lease another role acquired |
-// | 55000    | object_not_in_prerequisite_state | dlock.token_seq was altered (cycle, cache, unlogged) |
-// | 55P03    | lock_not_available        | acquire() waited its whole timeout                 |
-// | LD001    | dlock_stale_token         | a newer token exists: fenced write, fence or assert_held refused |
-// | LD002    | dlock_lease_not_held      | renew()/assert_held() of a lease not held with that token; DETAIL says why |
-// | LD003    | dlock_token_never_issued  | a token larger than any dlock has issued           |
-// | 53200    | out_of_memory             | the C++ allocator failed                           |
-// | XX000    | internal_error            | any other C++ exception (a bug)                    |
-//
-// The README's errors table lists the same codes.
+// dlock's error type and the table of every SQLSTATE a dlock call can end
+// with. The README's "Errors" table is this table, row for row; a unit test
+// fails when they differ.
 #pragma once
-#ifdef POSTGRES_H
-#error "src/core is plain C++ and must not see PostgreSQL headers"
-#endif
+#include "plain_cpp.h"
 
 #include <stdexcept>
 #include <string>
@@ -34,18 +13,86 @@ namespace sqlstate {
 inline constexpr char null_value_not_allowed[] = "22004";
 inline constexpr char invalid_parameter_value[] = "22023";
 inline constexpr char feature_not_supported[] = "0A000";
+inline constexpr char undefined_table[] = "42P01";
 inline constexpr char undefined_column[] = "42703";
 inline constexpr char datatype_mismatch[] = "42804";
 inline constexpr char generated_always[] = "428C9";
 inline constexpr char insufficient_privilege[] = "42501";
+inline constexpr char duplicate_object[] = "42710";
 inline constexpr char object_not_in_prerequisite_state[] = "55000";
 inline constexpr char lock_not_available[] = "55P03";
 inline constexpr char stale_token[] = "LD001";
 inline constexpr char lease_not_held[] = "LD002";
 inline constexpr char token_never_issued[] = "LD003";
+inline constexpr char serialization_failure[] = "40001";
+inline constexpr char read_only_sql_transaction[] = "25006";
+inline constexpr char query_canceled[] = "57014";
 inline constexpr char out_of_memory[] = "53200";
 inline constexpr char internal_error[] = "XX000";
 }  // namespace sqlstate
+
+// One row of the errors table: the code, its name, and what raises it
+// (Markdown, as the README shows it).
+struct ErrorCode {
+  const char* sqlstate;
+  const char* name;
+  const char* raised_by;
+};
+
+inline constexpr ErrorCode kErrorCodes[] = {
+    {sqlstate::null_value_not_allowed, "null_value_not_allowed",
+     "a required argument is NULL"},
+    {sqlstate::invalid_parameter_value, "invalid_parameter_value",
+     "empty or over-long name, owner, resource or reason; ttl ≤ 0 or above "
+     "`dlock.max_ttl`; a negative or over-long timeout, lock_delay or "
+     "max_hold; `changes`/`match` not a non-empty object; `changes` setting "
+     "the fence column; target not a table; a match column without an "
+     "equality operator"},
+    {sqlstate::feature_not_supported, "feature_not_supported",
+     "`acquire` in a REPEATABLE READ or SERIALIZABLE transaction; "
+     "`fence_guard` called other than as its trigger"},
+    {sqlstate::undefined_table, "undefined_table",
+     "`fenced_update`, `protect` or `unprotect` on a relation that does not "
+     "exist (OID 0, or dropped)"},
+    {sqlstate::undefined_column, "undefined_column",
+     "`fenced_update`/`protect` name a column the table lacks"},
+    {sqlstate::datatype_mismatch, "datatype_mismatch",
+     "the fence column is not `bigint`"},
+    {sqlstate::generated_always, "generated_always",
+     "`fenced_update` changes a generated or system column"},
+    {sqlstate::insufficient_privilege, "insufficient_privilege",
+     "`renew`/`release`/`assert_held` of a lease another role acquired; "
+     "admin functions without `EXECUTE`; `fenced_update` without the table "
+     "privilege"},
+    {sqlstate::duplicate_object, "duplicate_object",
+     "`CREATE EXTENSION`/`ALTER EXTENSION UPDATE` find a role `dlock_admin` "
+     "that dlock did not create"},
+    {sqlstate::object_not_in_prerequisite_state,
+     "object_not_in_prerequisite_state",
+     "`dlock.token_seq` was altered (CYCLE, CACHE other than 1, INCREMENT "
+     "below 1, UNLOGGED) or moved back below the lease's last token; dlock's "
+     "SQL objects are older than its library"},
+    {sqlstate::lock_not_available, "lock_not_available",
+     "`acquire` waited its whole timeout"},
+    {sqlstate::stale_token, "stale fencing token (dlock)",
+     "`fenced_update`, `fence`, the `protect` trigger or `assert_held` met a "
+     "newer token; DETAIL names it"},
+    {sqlstate::lease_not_held, "lease not held (dlock)",
+     "`renew`/`assert_held` of a lease not held with that token; DETAIL says "
+     "why"},
+    {sqlstate::token_never_issued, "token never issued (dlock)",
+     "a token larger than any dlock has issued, or ≤ 0"},
+    {sqlstate::serialization_failure, "serialization_failure",
+     "PostgreSQL's own, passed through untouched"},
+    {sqlstate::read_only_sql_transaction, "read_only_sql_transaction",
+     "a dlock write in a read-only transaction or on a standby"},
+    {sqlstate::query_canceled, "query_canceled",
+     "cancel or `statement_timeout` while `acquire` waits"},
+    {sqlstate::out_of_memory, "out_of_memory",
+     "the C++ allocator failed inside dlock"},
+    {sqlstate::internal_error, "internal_error",
+     "an unexpected C++ exception (a bug: please report it)"},
+};
 
 // An error meant for the SQL caller: a five-character SQLSTATE, a primary
 // message in PostgreSQL's style (lower case, no trailing period), and

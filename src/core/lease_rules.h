@@ -1,57 +1,19 @@
-// The rules of a lease, as pure functions: argument validation, TTL and
-// time arithmetic on the server clock, the grant decision, and why a token no
-// longer holds its lease. All times are microseconds on one clock (the
-// server's clock_timestamp(); the glue passes it in), so these functions are
-// deterministic and testable without a server.
+// The rules of a lease, as pure functions: its state, the grant decision,
+// max_hold's cap, and why a token no longer holds its lease. All times are
+// microseconds on one clock (the server's clock_timestamp(); the glue
+// passes it in), so these are deterministic and testable without a server.
+//
+// lease_state() is the one definition of a lease's state: SQL reaches it
+// through dlock.lease_state(), which the views and the sweep use.
 #pragma once
-#ifdef POSTGRES_H
-#error "src/core is plain C++ and must not see PostgreSQL headers"
-#endif
+#include "plain_cpp.h"
 
 #include <cstdint>
 #include <optional>
-#include <string>
-#include <string_view>
+
+#include "duration.h"
 
 namespace dlock {
-
-using Micros = std::int64_t;
-
-inline constexpr Micros kMicrosPerSecond = 1'000'000;
-inline constexpr Micros kMicrosPerDay = 86'400 * kMicrosPerSecond;
-inline constexpr int kDaysPerMonth = 30;  // as PostgreSQL's interval comparison
-
-// Longest lease name and owner, in bytes of the database encoding.
-inline constexpr std::size_t kMaxNameBytes = 255;
-inline constexpr std::size_t kMaxOwnerBytes = 255;
-
-// An SQL interval's three fields, as PostgreSQL stores them.
-struct IntervalFields {
-  Micros time = 0;
-  std::int32_t days = 0;
-  std::int32_t months = 0;
-};
-
-// The interval as an exact duration: a day is 24 h and a month 30 days, the
-// same linear view PostgreSQL uses to compare intervals. Throws 22023 if the
-// result does not fit in 64 bits.
-Micros duration(const IntervalFields& interval, const char* what);
-
-// A duration for messages: "1500 ms", or "1500.25 ms" when not whole.
-std::string describe_duration(Micros us);
-
-// Lease (or resource) name: non-empty, at most kMaxNameBytes. Throws 22023;
-// `what` names it in the message.
-void check_name(std::string_view name, const char* what = "lease name");
-
-// Explicit owner: non-empty, at most kMaxOwnerBytes. Throws 22023.
-void check_owner(std::string_view owner);
-
-// TTL as an exact duration; must be > 0 and <= max_ttl. Throws 22023.
-Micros check_ttl(const IntervalFields& ttl, Micros max_ttl);
-
-// Acquire timeout as an exact duration; must be >= 0. Throws 22023.
-Micros check_timeout(const IntervalFields& timeout);
 
 // A lease row as last committed, seen without locking it.
 struct LeaseRow {
@@ -62,16 +24,29 @@ struct LeaseRow {
   Micros lock_delay = 0;    // Chubby's lock-delay, after an unreleased expiry
 };
 
-// True if the row is held (not released, unexpired) at `now`.
-inline bool is_held(const LeaseRow& row, Micros now) {
-  return !row.released && row.expires_at > now;
-}
+enum class LeaseState {
+  held,        // granted, not released, unexpired
+  lock_delay,  // expired without release, inside its lock-delay: not free
+  expired,     // expired without release, past its lock-delay: free
+  released,    // released (or force-released): free
+};
 
 // When another owner may take the lease: at once if released, else at
 // expiry plus the lock-delay (a holder that vanished without releasing may
 // still be writing; the delay gives its writes time to drain).
 inline Micros free_at(const LeaseRow& row) {
   return row.released ? 0 : row.expires_at + row.lock_delay;
+}
+
+// The state at `now`. Expiry is exclusive: a lease expiring at `now` is no
+// longer held, and one whose lock-delay ends at `now` is free.
+LeaseState lease_state(const LeaseRow& row, Micros now);
+
+// The state's name in SQL: "held", "lock-delay", "expired", "released".
+const char* state_name(LeaseState state);
+
+inline bool is_held(const LeaseRow& row, Micros now) {
+  return lease_state(row, now) == LeaseState::held;
 }
 
 // The expiry a grant or renewal at `now` for `ttl` gets, capped at
@@ -84,11 +59,6 @@ inline Micros capped_expiry(Micros now, Micros ttl, Micros acquired_at,
   }
   return expiry;
 }
-
-// Lock-delay or max_hold argument: absent means none; must be >= 0 (0 is
-// none) and at most max_ttl. Throws 22023.
-Micros check_optional_duration(const std::optional<IntervalFields>& value,
-                               const char* what, Micros max_ttl);
 
 // What an acquisition does with the lease it found.
 enum class Grant {

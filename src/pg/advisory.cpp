@@ -2,22 +2,28 @@
 // dlock.advisory_unlock(). They use PostgreSQL's own advisory locks on the
 // bigint key dlock.key(name), so they interoperate with
 // pg_advisory_lock(dlock.key(name)). Plain frames only (see boundary.h).
-#include "../core/advisory.h"
-#include "../core/errors.h"
-#include "../core/lease_rules.h"
 
-// PostgreSQL headers only after the core ones.
 #include "args.h"
 #include "boundary.h"
-#include "lease_store.h"
+#include "intervals.h"
+#include "owner_spi.h"
 
-namespace dlock {
+namespace dlock::pg {
 namespace {
+
+// The name behind an advisory key, for the views; writes nothing when the
+// key is already known.
+SavedPlan remember_name = {
+    "INSERT INTO dlock.advisory_names (key, name) VALUES ($1, $2)"
+    " ON CONFLICT (key) DO NOTHING",
+    2,
+    {INT8OID, TEXTOID},
+    nullptr};
 
 // dlock.key(name): SHA-256 of the name's UTF-8 bytes (see advisory.h).
 int64 name_key(const char* name) {
-  const char* utf8 = pg_server_to_any(name, static_cast<int>(strlen(name)),
-                                      PG_UTF8);
+  const char* utf8 =
+      pg_server_to_any(name, static_cast<int>(strlen(name)), PG_UTF8);
   uint8 digest[PG_SHA256_DIGEST_LENGTH];
   pg_cryptohash_ctx* ctx = pg_cryptohash_create(PG_SHA256);
   if (pg_cryptohash_init(ctx) < 0 ||
@@ -28,20 +34,12 @@ int64 name_key(const char* name) {
          pg_cryptohash_error(ctx));
   }
   pg_cryptohash_free(ctx);
-  return key_from_sha256(digest);
-}
-
-// An advisory name: non-empty, at most 255 bytes like a lease name (22023;
-// the names are kept for the views).
-const char* advisory_name(FunctionCallInfo fcinfo, int arg) {
-  const char* name = required_text(fcinfo, arg, "name");
-  check_name(name, "name");
-  return name;
+  return dlock::key_from_sha256(digest);
 }
 
 // The tag pg_advisory_lock(bigint) uses for this key.
 LOCKTAG advisory_tag(int64 key) {
-  KeyHalves halves = split_key(key);
+  KeyHalves halves = dlock::split_key(key);
   LOCKTAG tag;
   SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, halves.high, halves.low, 1);
   return tag;
@@ -51,7 +49,8 @@ LOCKTAG advisory_tag(int64 key) {
 // blocks do) with lock_timeout = timeout_ms. Returns false, with the
 // subtransaction rolled back, if a lock wait timed out; any other error is
 // re-raised.
-bool within_lock_timeout(int timeout_ms, void (*fn)(void*), void* arg) {
+bool within_lock_timeout(int timeout_ms, void (*fn)(void*) noexcept,
+                         void* arg) {
   MemoryContext cxt = CurrentMemoryContext;
   ResourceOwner owner = CurrentResourceOwner;
   volatile bool done = false;
@@ -64,8 +63,8 @@ bool within_lock_timeout(int timeout_ms, void (*fn)(void*), void* arg) {
   {
     // Saved and restored around the call, like a function's SET clause.
     int nest_level = NewGUCNestLevel();
-    (void)set_config_option("lock_timeout", setting, PGC_USERSET,
-                            PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+    (void)set_config_option("lock_timeout", setting, PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
     fn(arg);
     AtEOXact_GUC(true, nest_level);
     ReleaseCurrentSubTransaction();
@@ -93,8 +92,9 @@ struct LockRequest {
   LOCKMODE mode;
   bool session;
 };
+DLOCK_PLAIN_STRUCT(LockRequest);
 
-void take_lock(void* arg) {
+void take_lock(void* arg) noexcept {
   LockRequest* req = static_cast<LockRequest*>(arg);
   (void)LockAcquire(req->tag, req->mode, req->session, false);
 }
@@ -103,25 +103,36 @@ struct NamedKey {
   int64 key;
   const char* name;
 };
+DLOCK_PLAIN_STRUCT(NamedKey);
 
-void record_name(void* arg) {
+// Remembers which name an advisory key was taken for. Only where writing
+// it cannot fail: not read-only, not on a standby, and not under a
+// transaction snapshot, where a concurrent first use of the name would be a
+// serialization failure.
+void record_name(void* arg) noexcept {
+  if (XactReadOnly || RecoveryInProgress() || IsolationUsesXactSnapshot()) {
+    return;
+  }
   NamedKey* named = static_cast<NamedKey*>(arg);
-  Writer w = open_writer();
-  remember_advisory_name(named->key, named->name);
-  close_writer(w);
+  OwnerSpi spi = owner_spi_connect();
+  Datum args[2] = {Int64GetDatum(named->key), CStringGetTextDatum(named->name)};
+  run_plan(remember_name, args, "  ");
+  owner_spi_finish(spi);
 }
 
 }  // namespace
-}  // namespace dlock
+}  // namespace dlock::pg
 
-using namespace dlock;
+using namespace dlock::pg;
+using dlock::Micros;
+namespace sqlstate = dlock::sqlstate;
 
 // dlock.key(name text) RETURNS bigint, STRICT IMMUTABLE.
 DLOCK_FUNCTION(dlock_key) {
   // Any non-empty name: only its hash is used.
   const char* name = text_to_cstring(PG_GETARG_TEXT_PP(0));
   if (name[0] == '\0') {
-    throw Error(sqlstate::invalid_parameter_value, "name must not be empty");
+    throw_error(sqlstate::invalid_parameter_value, "name must not be empty");
   }
   PG_RETURN_INT64(name_key(name));
 }
@@ -129,11 +140,13 @@ DLOCK_FUNCTION(dlock_key) {
 // dlock.advisory_lock(name text, timeout interval, shared boolean,
 //                     xact boolean) RETURNS boolean
 DLOCK_FUNCTION(dlock_advisory_lock) {
-  const char* name = advisory_name(fcinfo, 0);
+  // Names are kept for the views: at most 255 bytes, like a lease name.
+  const char* name = required_name(fcinfo, 0, "name");
   bool wait_forever = PG_ARGISNULL(1);
   Micros timeout =
-      wait_forever ? 0
-                   : check_timeout(interval_fields(PG_GETARG_INTERVAL_P(1)));
+      wait_forever
+          ? 0
+          : dlock::check_timeout(interval_fields(PG_GETARG_INTERVAL_P(1)));
   require(fcinfo, 2, "shared");
   require(fcinfo, 3, "xact");
   LOCKMODE mode = PG_GETARG_BOOL(2) ? ShareLock : ExclusiveLock;
@@ -141,8 +154,8 @@ DLOCK_FUNCTION(dlock_advisory_lock) {
   // lock_timeout counts whole milliseconds, and 0 would mean "no limit".
   Micros timeout_ms = (timeout + 999) / 1000;
   if (!wait_forever && timeout_ms > INT_MAX) {
-    throw Error(sqlstate::invalid_parameter_value, "timeout is too long",
-                "The limit is " + std::to_string(INT_MAX) + " ms.");
+    throw_error(sqlstate::invalid_parameter_value, "timeout is too long",
+                psprintf("The limit is %d ms.", INT_MAX));
   }
 
   // Record the name for the views without ever waiting for it: another
@@ -177,7 +190,7 @@ DLOCK_FUNCTION(dlock_advisory_lock) {
 
 // dlock.advisory_unlock(name text, shared boolean) RETURNS boolean
 DLOCK_FUNCTION(dlock_advisory_unlock) {
-  const char* name = advisory_name(fcinfo, 0);
+  const char* name = required_name(fcinfo, 0, "name");
   require(fcinfo, 1, "shared");
   LOCKTAG tag = advisory_tag(name_key(name));
   PG_RETURN_BOOL(

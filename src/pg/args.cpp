@@ -1,14 +1,15 @@
-#include "../core/errors.h"
-#include "../core/lease_rules.h"
 
 #include "args.h"
+#include "boundary.h"
+#include "default_owner.h"
+#include "intervals.h"
 
-namespace dlock {
+namespace dlock::pg {
 
 void require(FunctionCallInfo fcinfo, int arg, const char* what) {
   if (PG_ARGISNULL(arg)) {
-    throw Error(sqlstate::null_value_not_allowed,
-                std::string(what) + " must not be NULL");
+    throw_error(sqlstate::null_value_not_allowed,
+                psprintf("%s must not be NULL", what));
   }
 }
 
@@ -17,8 +18,10 @@ const char* required_text(FunctionCallInfo fcinfo, int arg, const char* what) {
   return text_to_cstring(PG_GETARG_TEXT_PP(arg));
 }
 
-IntervalFields interval_fields(const Interval* iv) {
-  return IntervalFields{iv->time, iv->day, iv->month};
+const char* required_name(FunctionCallInfo fcinfo, int arg, const char* what) {
+  const char* name = required_text(fcinfo, arg, what);
+  dlock::check_name(name, what);
+  return name;
 }
 
 const Interval* required_interval(FunctionCallInfo fcinfo, int arg,
@@ -32,4 +35,17 @@ int64 required_token(FunctionCallInfo fcinfo, int arg) {
   return PG_GETARG_INT64(arg);
 }
 
-}  // namespace dlock
+std::optional<IntervalFields> optional_interval(FunctionCallInfo fcinfo,
+                                                int arg) {
+  if (PG_NARGS() <= arg || PG_ARGISNULL(arg)) return std::nullopt;
+  return interval_fields(PG_GETARG_INTERVAL_P(arg));
+}
+
+const char* owner_arg(FunctionCallInfo fcinfo, int arg) {
+  if (PG_ARGISNULL(arg)) return default_owner();
+  const char* owner = text_to_cstring(PG_GETARG_TEXT_PP(arg));
+  dlock::check_owner(owner);
+  return owner;
+}
+
+}  // namespace dlock::pg

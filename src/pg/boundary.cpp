@@ -1,18 +1,24 @@
-// Core headers come before any PostgreSQL header (they refuse to follow one).
-#include "../core/errors.h"
 
 #include "boundary.h"
 
-namespace dlock {
+namespace dlock::pg {
 
 namespace {
 
+// Copies src into dst, cut at a character boundary of the database
+// encoding when it does not fit: a cut inside a multibyte character would
+// make the whole message unconvertible for a client in another encoding.
 void copy_text(char* dst, std::size_t size, const char* src) noexcept {
   if (src == nullptr) {
     dst[0] = '\0';
     return;
   }
-  strlcpy(dst, src, size);
+  int len = static_cast<int>(strlen(src));
+  if (static_cast<std::size_t>(len) >= size) {
+    len = pg_mbcliplen(src, len, static_cast<int>(size) - 1);
+  }
+  memcpy(dst, src, len);
+  dst[len] = '\0';
 }
 
 int sqlstate_code(const char* s) {
@@ -47,12 +53,16 @@ void capture_current_exception(CaughtError* out) noexcept {
 
 void raise_caught(const CaughtError* err) {
   if (err->pg_error != nullptr) ReThrowError(err->pg_error);
-  ereport(ERROR,
-          (errcode(sqlstate_code(err->sqlstate)),
-           errmsg_internal("%s", err->message),
-           err->detail[0] ? errdetail_internal("%s", err->detail) : 0,
-           err->hint[0] ? errhint("%s", err->hint) : 0));
+  ereport(ERROR, (errcode(sqlstate_code(err->sqlstate)),
+                  errmsg_internal("%s", err->message),
+                  err->detail[0] ? errdetail_internal("%s", err->detail) : 0,
+                  err->hint[0] ? errhint("%s", err->hint) : 0));
   pg_unreachable();
 }
 
-}  // namespace dlock
+void throw_error(const char* sqlstate, const char* message, const char* detail,
+                 const char* hint) {
+  throw Error(sqlstate, message, detail ? detail : "", hint ? hint : "");
+}
+
+}  // namespace dlock::pg

@@ -6,18 +6,25 @@
 //    has ended, so no exception object is alive when PostgreSQL longjmps.
 // 2. A frame that owns a C++ object with a non-trivial destructor calls
 //    PostgreSQL only through pg_guard(): the call runs under PG_TRY, and a
-//    PostgreSQL error comes back as dlock::PgError, which the entry point
-//    re-raises untouched (SQLSTATE, detail, hint and all). Frames that own
-//    no such object (the usual glue) may call PostgreSQL directly: a longjmp
-//    through them skips nothing.
-// 3. A callable given to pg_guard() must not throw: it is invoked through a
-//    noexcept wrapper, so a C++ exception inside PG_TRY terminates instead of
-//    leaving PostgreSQL's error stack pointing at a dead frame.
+//    PostgreSQL error comes back as PgError, which the entry point re-raises
+//    untouched (SQLSTATE, detail, hint and all). Frames that own no such
+//    object (the usual glue) may call PostgreSQL directly: a longjmp
+//    through them skips nothing. Glue structs say so with
+//    DLOCK_PLAIN_STRUCT; scripts/check-boundary finds owning std:: types in
+//    src/pg outside the few frames allowed to have them.
+// 3. A callable run under PG_TRY must not throw: pg_guard() invokes it
+//    through a noexcept wrapper, so a C++ exception there terminates instead
+//    of leaving PostgreSQL's error stack pointing at a dead frame.
 #pragma once
 
-#include "pg_glue.h"
+#include "pg_headers.h"
 
-namespace dlock {
+// A glue struct lives in frames that PostgreSQL may longjmp through.
+#define DLOCK_PLAIN_STRUCT(type)                        \
+  static_assert(std::is_trivially_destructible_v<type>, \
+                #type " must be trivially destructible")
+
+namespace dlock::pg {
 
 // A PostgreSQL error caught by pg_guard(), carried through C++ frames.
 class PgError {
@@ -42,9 +49,7 @@ ErrorData* run_guarded(F& f) {
   MemoryContext caller_cxt = CurrentMemoryContext;
   ErrorData* volatile caught = nullptr;
   PG_TRY();
-  {
-    invoke_noexcept(f);
-  }
+  { invoke_noexcept(f); }
   PG_CATCH();
   {
     MemoryContextSwitchTo(caller_cxt);
@@ -75,7 +80,8 @@ auto pg_guard(F&& f) -> decltype(f()) {
 }
 
 // What the entry point's catch blocks keep of an exception: fixed buffers,
-// so that copying it allocates nothing while the exception is alive.
+// so that copying it allocates nothing while the exception is alive. Texts
+// longer than a buffer are cut at a character boundary.
 struct CaughtError {
   ErrorData* pg_error = nullptr;  // set for PgError: re-raised as is
   char sqlstate[6] = {0};
@@ -83,6 +89,7 @@ struct CaughtError {
   char detail[1024] = {0};
   char hint[512] = {0};
 };
+DLOCK_PLAIN_STRUCT(CaughtError);
 
 // Fills `out` from the exception being handled. Call only inside a catch.
 void capture_current_exception(CaughtError* out) noexcept;
@@ -90,22 +97,29 @@ void capture_current_exception(CaughtError* out) noexcept;
 // Raises `err` as a PostgreSQL ERROR. Never returns.
 [[noreturn]] void raise_caught(const CaughtError* err);
 
-}  // namespace dlock
+// Throws dlock::Error from plain strings (detail and hint may be NULL).
+// Glue computes every text (psprintf) before the call, so that no C++
+// object is alive while a PostgreSQL call may fail.
+[[noreturn]] void throw_error(const char* sqlstate, const char* message,
+                              const char* detail = nullptr,
+                              const char* hint = nullptr);
+
+}  // namespace dlock::pg
 
 // Defines SQL-callable function `fn` (C symbol, prefix dlock_). The body
 // that follows is the implementation: DLOCK_FUNCTION(dlock_x) { ... }
-#define DLOCK_FUNCTION(fn)                                  \
-  static Datum fn##_body(FunctionCallInfo fcinfo);          \
-  extern "C" {                                              \
-  PG_FUNCTION_INFO_V1(fn);                                  \
-  Datum fn(PG_FUNCTION_ARGS) {                              \
-    ::dlock::CaughtError caught_;                           \
-    try {                                                   \
-      return fn##_body(fcinfo);                             \
-    } catch (...) {                                         \
-      ::dlock::capture_current_exception(&caught_);         \
-    }                                                       \
-    ::dlock::raise_caught(&caught_);                        \
-  }                                                         \
-  }                                                         \
+#define DLOCK_FUNCTION(fn)                              \
+  static Datum fn##_body(FunctionCallInfo fcinfo);      \
+  extern "C" {                                          \
+  PG_FUNCTION_INFO_V1(fn);                              \
+  Datum fn(PG_FUNCTION_ARGS) {                          \
+    ::dlock::pg::CaughtError caught_;                   \
+    try {                                               \
+      return fn##_body(fcinfo);                         \
+    } catch (...) {                                     \
+      ::dlock::pg::capture_current_exception(&caught_); \
+    }                                                   \
+    ::dlock::pg::raise_caught(&caught_);                \
+  }                                                     \
+  }                                                     \
   static Datum fn##_body(FunctionCallInfo fcinfo)

@@ -1,98 +1,14 @@
-// Module entry: PG_MODULE_MAGIC, settings, transaction callback.
-#include "module.h"
+// The module's entry: PG_MODULE_MAGIC and _PG_init, which defines the
+// settings and registers the transaction callback.
+#include "durability.h"
+#include "settings.h"
 
 extern "C" {
 PG_MODULE_MAGIC;
 void _PG_init(void);
 }
 
-namespace dlock {
-
-int max_ttl_ms = 24 * 60 * 60 * 1000;
-bool log_grants = false;
-
-namespace {
-
-// The transaction whose only WAL so far is a release's write, and where
-// that WAL ended. Plain data: no C++ globals with constructors.
-TransactionId release_only_xid = InvalidTransactionId;
-XLogRecPtr release_only_end = InvalidXLogRecPtr;
-
-void on_xact_event(XactEvent event, void*) {
-  if (event == XACT_EVENT_PRE_COMMIT &&
-      TransactionIdIsValid(release_only_xid) &&
-      GetTopTransactionIdIfAny() == release_only_xid &&
-      XactLastRecEnd == release_only_end &&
-      synchronous_commit > SYNCHRONOUS_COMMIT_OFF) {
-    (void)set_config_option("synchronous_commit", "off", PGC_USERSET,
-                            PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-    return;
-  }
-  if (event != XACT_EVENT_PRE_COMMIT &&
-      event != XACT_EVENT_PARALLEL_PRE_COMMIT &&
-      event != XACT_EVENT_PRE_PREPARE) {
-    release_only_xid = InvalidTransactionId;
-  }
-}
-
-}  // namespace
-
-namespace {
-
-// synchronous_commit's level for one of its setting strings.
-int sync_commit_level(const char* setting) {
-  if (pg_strcasecmp(setting, "remote_apply") == 0) {
-    return SYNCHRONOUS_COMMIT_REMOTE_APPLY;
-  }
-  if (pg_strcasecmp(setting, "remote_write") == 0) {
-    return SYNCHRONOUS_COMMIT_REMOTE_WRITE;
-  }
-  if (pg_strcasecmp(setting, "local") == 0) {
-    return SYNCHRONOUS_COMMIT_LOCAL_FLUSH;
-  }
-  bool on;
-  if (parse_bool(setting, &on)) {
-    return on ? SYNCHRONOUS_COMMIT_ON : SYNCHRONOUS_COMMIT_OFF;
-  }
-  return SYNCHRONOUS_COMMIT_ON;
-}
-
-}  // namespace
-
-void commit_durably() {
-  ForceSyncCommit();
-  const char* configured = GetConfigOptionResetString("synchronous_commit");
-  if (synchronous_commit < sync_commit_level(configured)) {
-    (void)set_config_option("synchronous_commit", configured, PGC_USERSET,
-                            PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-  }
-}
-
-void note_release_write(bool was_first_write) {
-  if (was_first_write) {
-    release_only_xid = GetTopTransactionIdIfAny();
-    release_only_end = XactLastRecEnd;
-  } else {
-    release_only_xid = InvalidTransactionId;
-  }
-}
-
-}  // namespace dlock
-
 void _PG_init(void) {
-  DefineCustomIntVariable(
-      "dlock.max_ttl",
-      "Longest TTL a lease may be granted or renewed for.",
-      "Acquisitions and renewals asking for more fail with SQLSTATE 22023.",
-      &dlock::max_ttl_ms, 24 * 60 * 60 * 1000, 1, INT_MAX, PGC_SUSET,
-      GUC_UNIT_MS, nullptr, nullptr, nullptr);
-  DefineCustomBoolVariable(
-      "dlock.log_grants",
-      "Logs every grant, takeover after expiry, release, force-release and "
-      "failed renewal.",
-      "Each line names the lease, owner and token, and for releases how long "
-      "the lease was held.",
-      &dlock::log_grants, false, PGC_SUSET, 0, nullptr, nullptr, nullptr);
-  MarkGUCPrefixReserved("dlock");
-  RegisterXactCallback(dlock::on_xact_event, nullptr);
+  dlock::pg::define_settings();
+  dlock::pg::register_durability_callback();
 }

@@ -7,8 +7,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "../core/errors.h"
-
 #include "boundary.h"
 
 namespace {
@@ -39,7 +37,7 @@ DLOCK_FUNCTION(dlock_test_throw) {
 // pg_guard while a C++ object is alive.
 DLOCK_FUNCTION(dlock_test_pg_error) {
   Tracker tracker;
-  dlock::pg_guard([]() {
+  dlock::pg::pg_guard([]() {
     ereport(ERROR, (errcode(ERRCODE_DIVISION_BY_ZERO),
                     errmsg("test error from PostgreSQL"),
                     errdetail("detail from PostgreSQL"),
@@ -52,15 +50,13 @@ DLOCK_FUNCTION(dlock_test_pg_error) {
 DLOCK_FUNCTION(dlock_test_guarded_value) {
   Tracker tracker;
   int32 n = PG_GETARG_INT32(0);
-  int32 doubled = dlock::pg_guard([n]() {
-    return DatumGetInt32(DirectFunctionCall2(int4pl, Int32GetDatum(n),
-                                             Int32GetDatum(n)));
+  int32 doubled = dlock::pg::pg_guard([n]() {
+    return DatumGetInt32(
+        DirectFunctionCall2(int4pl, Int32GetDatum(n), Int32GetDatum(n)));
   });
   PG_RETURN_INT32(doubled);
 }
 
-DLOCK_FUNCTION(dlock_test_destructors_run) {
-  PG_RETURN_INT32(destructors_run);
-}
+DLOCK_FUNCTION(dlock_test_destructors_run) { PG_RETURN_INT32(destructors_run); }
 
 #endif  // DLOCK_TESTING

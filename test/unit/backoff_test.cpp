@@ -30,12 +30,6 @@ std::vector<Micros> draws(std::uint64_t seed, int n,
   return out;
 }
 
-TEST(Backoff, DocumentedDefaults) {
-  EXPECT_EQ(Backoff::kFirst, 2'000);
-  EXPECT_EQ(Backoff::kMax, 100'000);
-  EXPECT_EQ(Backoff::kMin, 500);
-}
-
 TEST(Backoff, SameSeedSameSchedule) {
   EXPECT_EQ(draws(42, 50), draws(42, 50));
   EXPECT_EQ(draws(0, 50, 30'000, 250'000), draws(0, 50, 30'000, 250'000));

@@ -1,12 +1,17 @@
 // Unit tests of src/core/errors: dlock::Error keeps what the glue turns
-// into ereport(ERROR): SQLSTATE, message, DETAIL and HINT.
+// into ereport(ERROR): SQLSTATE, message, DETAIL and HINT; and the errors
+// table is the README's.
 #include "errors.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace dlock {
 namespace {
@@ -36,21 +41,6 @@ TEST(Error, IsARuntimeError) {
     const Error* de = dynamic_cast<const Error*>(&e);
     ASSERT_NE(de, nullptr);
     EXPECT_STREQ(de->sqlstate(), "55P03");
-  }
-}
-
-TEST(Error, EveryDeclaredCodeIsKept) {
-  const char* codes[] = {sqlstate::null_value_not_allowed,
-                         sqlstate::invalid_parameter_value,
-                         sqlstate::feature_not_supported,
-                         sqlstate::lock_not_available,
-                         sqlstate::lease_not_held,
-                         sqlstate::out_of_memory,
-                         sqlstate::internal_error};
-  const char* expected[] = {"22004", "22023", "0A000", "55P03",
-                            "LD002", "53200", "XX000"};
-  for (std::size_t i = 0; i < sizeof codes / sizeof codes[0]; ++i) {
-    EXPECT_STREQ(Error(codes[i], "m").sqlstate(), expected[i]);
   }
 }
 
@@ -93,6 +83,51 @@ TEST(Error, CopyKeepsEverything) {
   EXPECT_STREQ(copy.what(), "m");
   EXPECT_EQ(copy.detail(), "d");
   EXPECT_EQ(copy.hint(), "h");
+}
+
+TEST(ErrorCodes, AreValidUniqueAndKept) {
+  std::set<std::string> seen;
+  for (const ErrorCode& code : kErrorCodes) {
+    EXPECT_STREQ(Error(code.sqlstate, "m").sqlstate(), code.sqlstate);
+    EXPECT_TRUE(seen.insert(code.sqlstate).second) << code.sqlstate;
+    EXPECT_GT(std::strlen(code.name), 0u) << code.sqlstate;
+    EXPECT_GT(std::strlen(code.raised_by), 0u) << code.sqlstate;
+  }
+}
+
+// The rows of the README's "## Errors" table: code, name, raised by.
+std::vector<std::vector<std::string>> readme_error_rows() {
+  std::ifstream readme(std::string(DLOCK_SOURCE_DIR) + "/README.md");
+  EXPECT_TRUE(readme.good()) << "README.md not found";
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  bool in_section = false;
+  while (std::getline(readme, line)) {
+    if (line.rfind("## ", 0) == 0) in_section = line == "## Errors";
+    if (!in_section || line.rfind("| `", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::stringstream parts(line.substr(1));
+    std::string cell;
+    while (std::getline(parts, cell, '|')) {
+      cell.erase(0, cell.find_first_not_of(' '));
+      cell.erase(cell.find_last_not_of(' ') + 1);
+      cells.push_back(cell);
+    }
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+TEST(ErrorCodes, AreTheReadmeErrorsTableRowForRow) {
+  std::vector<std::vector<std::string>> rows = readme_error_rows();
+  ASSERT_EQ(rows.size(), std::size(kErrorCodes));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const ErrorCode& code = kErrorCodes[i];
+    ASSERT_EQ(rows[i].size(), 3u) << "README row " << i;
+    EXPECT_EQ(rows[i][0], "`" + std::string(code.sqlstate) + "`");
+    EXPECT_EQ(rows[i][1], code.name) << code.sqlstate;
+    EXPECT_EQ(rows[i][2], code.raised_by) << code.sqlstate;
+  }
 }
 
 }  // namespace

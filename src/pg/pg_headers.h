@@ -1,6 +1,8 @@
 // The one header through which dlock's glue sees PostgreSQL. C++ standard
-// headers come first: PostgreSQL's port.h redefines snprintf and friends.
-// Code in src/pg must not use std::snprintf; use psprintf or StringInfo.
+// headers and src/core's headers come first: PostgreSQL's port.h redefines
+// snprintf and friends, and src/core's headers refuse to follow
+// postgres.h. Code in src/pg must not use std::snprintf; use psprintf or
+// StringInfo.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,15 @@
 #include <new>
 #include <optional>
 #include <type_traits>
+
+#include "../core/advisory_key.h"
+#include "../core/arguments.h"
+#include "../core/backoff.h"
+#include "../core/duration.h"
+#include "../core/errors.h"
+#include "../core/fenced_update_sql.h"
+#include "../core/lease_rules.h"
+#include "../core/tokens.h"
 
 extern "C" {
 #include "postgres.h"

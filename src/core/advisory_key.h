@@ -3,9 +3,7 @@
 // a signed 64-bit integer: reproducible in any language, and with 64 bits
 // collisions are negligible (unlike the 32-bit hashtext()).
 #pragma once
-#ifdef POSTGRES_H
-#error "src/core is plain C++ and must not see PostgreSQL headers"
-#endif
+#include "plain_cpp.h"
 
 #include <cstdint>
 

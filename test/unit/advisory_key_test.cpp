@@ -1,6 +1,6 @@
 // Unit tests of src/core/advisory: the key of a SHA-256 digest and its
 // halves as pg_locks shows them.
-#include "advisory.h"
+#include "advisory_key.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "advisory.h"
+#include "advisory_key.h"
 
 namespace dlock {
 

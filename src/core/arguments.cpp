@@ -1,0 +1,83 @@
+#include "arguments.h"
+
+#include <string>
+
+#include "errors.h"
+
+namespace dlock {
+
+namespace {
+
+// 22023 unless value is at most `limit` bytes, and not empty unless
+// empty_hint is NULL. `subject` starts the DETAIL ("The name has ...").
+void check_size(std::string_view value, std::size_t limit, const char* what,
+                const char* subject, const char* empty_hint) {
+  if (value.empty() && empty_hint != nullptr) {
+    throw Error(sqlstate::invalid_parameter_value,
+                std::string(what) + " must not be empty", {}, empty_hint);
+  }
+  if (value.size() > limit) {
+    throw Error(sqlstate::invalid_parameter_value,
+                std::string(what) + " is too long",
+                std::string(subject) + " has " + std::to_string(value.size()) +
+                    " bytes; the limit is " + std::to_string(limit) + ".");
+  }
+}
+
+}  // namespace
+
+void check_name(std::string_view name, const char* what) {
+  check_size(name, kMaxNameBytes, what, "The name", "");
+}
+
+void check_owner(std::string_view owner) {
+  check_size(owner, kMaxOwnerBytes, "lease owner", "The owner",
+             "Pass NULL to use the session's default owner.");
+}
+
+void check_reason(std::string_view reason) {
+  check_size(reason, kMaxReasonBytes, "reason", "The reason", nullptr);
+}
+
+Micros check_ttl(const IntervalFields& ttl, Micros max_ttl) {
+  Micros us = duration(ttl, "ttl");
+  if (us <= 0) {
+    throw Error(sqlstate::invalid_parameter_value, "ttl must be positive");
+  }
+  if (us > max_ttl) {
+    throw Error(sqlstate::invalid_parameter_value, "ttl exceeds dlock.max_ttl",
+                "The ttl is " + describe_duration(us) + "; dlock.max_ttl is " +
+                    describe_duration(max_ttl) + ".",
+                "Renew the lease before it expires instead of asking for a "
+                "longer ttl.");
+  }
+  return us;
+}
+
+Micros check_timeout(const IntervalFields& timeout) {
+  Micros us = duration(timeout, "timeout");
+  if (us < 0) {
+    throw Error(sqlstate::invalid_parameter_value,
+                "timeout must not be negative");
+  }
+  return us;
+}
+
+Micros check_optional_duration(const std::optional<IntervalFields>& value,
+                               const char* what, Micros max_ttl) {
+  if (!value) return 0;
+  Micros us = duration(*value, what);
+  if (us < 0) {
+    throw Error(sqlstate::invalid_parameter_value,
+                std::string(what) + " must not be negative");
+  }
+  if (us > max_ttl) {
+    throw Error(sqlstate::invalid_parameter_value,
+                std::string(what) + " exceeds dlock.max_ttl",
+                "It is " + describe_duration(us) + "; dlock.max_ttl is " +
+                    describe_duration(max_ttl) + ".");
+  }
+  return us;
+}
+
+}  // namespace dlock

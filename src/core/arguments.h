@@ -1,0 +1,41 @@
+// Checks of SQL arguments, as pure functions: names, owners, reasons, and
+// durations with their limits. Each throws dlock::Error with 22023, naming
+// the argument, and changes nothing.
+#pragma once
+#include "plain_cpp.h"
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+#include "duration.h"
+
+namespace dlock {
+
+// Longest lease name (also resource and advisory name), owner and
+// force-release reason, in bytes of the database encoding.
+inline constexpr std::size_t kMaxNameBytes = 255;
+inline constexpr std::size_t kMaxOwnerBytes = 255;
+inline constexpr std::size_t kMaxReasonBytes = 500;
+
+// A name: non-empty, at most kMaxNameBytes; `what` names it in messages.
+void check_name(std::string_view name, const char* what = "lease name");
+
+// An explicit owner: non-empty, at most kMaxOwnerBytes.
+void check_owner(std::string_view owner);
+
+// A force-release reason: at most kMaxReasonBytes (empty is allowed).
+void check_reason(std::string_view reason);
+
+// TTL as an exact duration; must be > 0 and <= max_ttl.
+Micros check_ttl(const IntervalFields& ttl, Micros max_ttl);
+
+// A timeout (acquire's, advisory_lock's) as an exact duration; >= 0.
+Micros check_timeout(const IntervalFields& timeout);
+
+// Lock-delay or max_hold: absent means none (0); must be >= 0 (0 is none)
+// and at most max_ttl.
+Micros check_optional_duration(const std::optional<IntervalFields>& value,
+                               const char* what, Micros max_ttl);
+
+}  // namespace dlock

@@ -1,0 +1,170 @@
+// SQL-callable administration: force_release, release_all and sweep.
+
+#include "args.h"
+#include "authorization.h"
+#include "boundary.h"
+#include "gate.h"
+#include "intervals.h"
+#include "lease_row.h"
+#include "lease_value.h"
+#include "owner_spi.h"
+#include "release.h"
+#include "settings.h"
+
+namespace dlock::pg {
+namespace {
+
+// Ends the grant, whoever holds it, recording who and why.
+SavedPlan force_release = {
+    "UPDATE dlock.lease_store"
+    "   SET released_at = $2, forced_by = $3, force_reason = $4"
+    " WHERE name OPERATOR(pg_catalog.=) $1"
+    "   AND released_at IS NULL"
+    " RETURNING " DLOCK_LEASE_COLUMNS,
+    4,
+    {TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},
+    nullptr};
+
+// What an owner holds at $2.
+SavedPlan held_by_owner = {
+    "SELECT name, token, acquired_by FROM dlock.lease_store AS s"
+    " WHERE s.owner OPERATOR(pg_catalog.=) $1"
+    "   AND dlock.lease_state(s.released_at, s.expires_at, s.lock_delay, $2)"
+    "       OPERATOR(pg_catalog.=) 'held'"
+    " ORDER BY name",
+    2,
+    {TEXTOID, TIMESTAMPTZOID},
+    nullptr};
+
+// Free since before $1: released before it, or expired past the lock-delay
+// by then (see dlock.lease_state).
+#define DLOCK_FREE_BEFORE_1                                               \
+  "dlock.lease_state(s.released_at, s.expires_at, s.lock_delay, $1)"      \
+  " OPERATOR(pg_catalog.=) ANY ('{released,expired}'::pg_catalog.text[])" \
+  " AND (s.released_at IS NULL"                                           \
+  "      OR s.released_at OPERATOR(pg_catalog.<) $1)"
+
+// Up to $2 names of leases free since before $1.
+SavedPlan sweepable = {
+    "SELECT name FROM dlock.lease_store AS s"
+    " WHERE " DLOCK_FREE_BEFORE_1 " ORDER BY name LIMIT $2",
+    2,
+    {TIMESTAMPTZOID, INT4OID},
+    nullptr};
+
+// Deletes the lease $2 if it is still free since before $1.
+SavedPlan sweep_delete = {
+    "DELETE FROM dlock.lease_store AS s"
+    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_FREE_BEFORE_1,
+    2,
+    {TIMESTAMPTZOID, TEXTOID},
+    nullptr};
+
+// Gates are held until commit: one sweep takes at most this many.
+constexpr int kSweepBatch = 10000;
+
+}  // namespace
+}  // namespace dlock::pg
+
+using namespace dlock::pg;
+using dlock::Micros;
+namespace sqlstate = dlock::sqlstate;
+
+// dlock.force_release(name text, reason text) RETURNS dlock.lease
+DLOCK_FUNCTION(dlock_force_release) {
+  const char* name = required_name(fcinfo, 0, "lease name");
+  const char* reason = required_text(fcinfo, 1, "reason");
+  dlock::check_reason(reason);
+  PreventCommandIfReadOnly("dlock.force_release()");
+  wait_gate(name);
+  TimestampTz now = GetCurrentTimestamp();
+  const char* by = GetUserNameFromId(GetUserId(), false);
+  OwnerSpi spi = owner_spi_connect();
+  Datum args[4] = {CStringGetTextDatum(name), TimestampTzGetDatum(now),
+                   CStringGetTextDatum(by), CStringGetTextDatum(reason)};
+  bool forced = run_plan(force_release, args, "    ") == 1;
+  StoredLease ended;
+  if (forced) {
+    ended = decode_lease(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+                         spi.caller_cxt);
+  }
+  owner_spi_finish(spi);
+  if (!forced) PG_RETURN_NULL();
+  ereport(
+      log_grants ? LOG : DEBUG1,
+      (errmsg_internal(
+          "dlock: lease \"%s\" of owner \"%s\" (token "
+          "%lld) force-released by %s after %lld ms: %s",
+          name, ended.owner, static_cast<long long>(ended.token), by,
+          static_cast<long long>((now - ended.acquired_at) / 1000), reason)));
+  return lease_value(fcinfo, name, ended.owner, ended.token, ended.acquired_at,
+                     ended.expires_at);
+}
+
+// dlock.release_all(owner text) RETURNS integer: the leases owner holds
+// that the caller may act for (see authorization.h).
+DLOCK_FUNCTION(dlock_release_all) {
+  const char* owner = required_text(fcinfo, 0, "owner");
+  if (owner[0] == '\0') {
+    throw_error(sqlstate::invalid_parameter_value, "owner must not be empty");
+  }
+  dlock::check_owner(owner);
+  PreventCommandIfReadOnly("dlock.release_all()");
+  OwnerSpi spi = owner_spi_connect();
+  Datum args[2] = {CStringGetTextDatum(owner),
+                   TimestampTzGetDatum(GetCurrentTimestamp())};
+  int n = static_cast<int>(run_plan(held_by_owner, args, "  "));
+  // Copied out of SPI's memory: used after owner_spi_finish().
+  MemoryContext old = MemoryContextSwitchTo(spi.caller_cxt);
+  char** names = static_cast<char**>(palloc0(sizeof(char*) * (n + 1)));
+  int64* tokens = static_cast<int64*>(palloc0(sizeof(int64) * (n + 1)));
+  char** roles = static_cast<char**>(palloc0(sizeof(char*) * (n + 1)));
+  for (int i = 0; i < n; ++i) {
+    bool isnull;
+    names[i] = TextDatumGetCString(result_value(i, 1, &isnull));
+    tokens[i] = DatumGetInt64(result_value(i, 2, &isnull));
+    roles[i] = TextDatumGetCString(result_value(i, 3, &isnull));
+  }
+  MemoryContextSwitchTo(old);
+  owner_spi_finish(spi);
+  // Judged as the caller, outside the table owner's SPI.
+  int released = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!may_act_for(roles[i])) continue;
+    wait_gate(names[i]);
+    released += release_gated(names[i], tokens[i], read_lease(names[i]));
+  }
+  PG_RETURN_INT32(released);
+}
+
+// dlock.sweep(older_than interval) RETURNS bigint: deletes lease rows free
+// for more than older_than. Rows being written right now (gate taken) are
+// left for the next sweep.
+DLOCK_FUNCTION(dlock_sweep) {
+  Micros older_than =
+      duration_of(IntervalPGetDatum(required_interval(fcinfo, 0, "older_than")),
+                  "older_than");
+  if (older_than < 0) {
+    throw_error(sqlstate::invalid_parameter_value,
+                "older_than must not be negative");
+  }
+  PreventCommandIfReadOnly("dlock.sweep()");
+  TimestampTz before = GetCurrentTimestamp() - older_than;
+  OwnerSpi spi = owner_spi_connect();
+  Datum args[2] = {TimestampTzGetDatum(before), Int32GetDatum(kSweepBatch)};
+  int n = static_cast<int>(run_plan(sweepable, args, "  "));
+  char** names = static_cast<char**>(palloc0(sizeof(char*) * (n + 1)));
+  for (int i = 0; i < n; ++i) {
+    bool isnull;
+    names[i] = TextDatumGetCString(result_value(i, 1, &isnull));
+  }
+  int64 deleted = 0;
+  for (int i = 0; i < n; ++i) {
+    LOCKTAG gate = gate_tag(names[i]);
+    if (!try_gate(gate)) continue;
+    Datum del[2] = {TimestampTzGetDatum(before), CStringGetTextDatum(names[i])};
+    deleted += static_cast<int64>(run_plan(sweep_delete, del, "  "));
+  }
+  owner_spi_finish(spi);
+  PG_RETURN_INT64(deleted);
+}

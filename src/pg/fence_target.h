@@ -1,0 +1,17 @@
+// The table a fenced write or protect() names, and its fence column. The
+// rule "a fence column is an existing bigint column" has its home here.
+#pragma once
+
+#include "pg_headers.h"
+
+namespace dlock::pg {
+
+// Opens relation `relid` with `mode`: 42P01 if no relation has that OID
+// (0, or one dropped since the regclass was made).
+Relation open_target(Oid relid, LOCKMODE mode);
+
+// The fence column's attribute number: a user column of rel (42703
+// otherwise) of type bigint (42804 otherwise).
+AttrNumber fence_column(Relation rel, const char* column);
+
+}  // namespace dlock::pg

@@ -1,0 +1,212 @@
+// SQL-callable lease functions: try_acquire, acquire, renew, release, get
+// and assert_held. The rules live in src/core; this file reads arguments,
+// applies them through grant.h and release.h, and builds results.
+
+#include "args.h"
+#include "authorization.h"
+#include "boundary.h"
+#include "durability.h"
+#include "gate.h"
+#include "grant.h"
+#include "intervals.h"
+#include "lease_row.h"
+#include "lease_value.h"
+#include "release.h"
+#include "settings.h"
+#include "tokens.h"
+
+namespace dlock::pg {
+namespace {
+
+DLOCK_PLAIN_STRUCT(Backoff);
+DLOCK_PLAIN_STRUCT(std::optional<StoredLease>);
+
+// Raises LD002 for a token that does not hold its lease, or LD003 if dlock
+// never issued it at all.
+[[noreturn]] void raise_not_held(const char* name, int64 token,
+                                 const std::optional<StoredLease>& row,
+                                 NotHeld why) {
+  if (why == NotHeld::never_granted) {
+    dlock::check_token_issued(token, last_issued_token());
+  }
+  if (log_grants) {
+    ereport(LOG, (errmsg_internal("dlock: lease \"%s\" is not held with "
+                                  "token %lld: %s",
+                                  name, static_cast<long long>(token),
+                                  dlock::describe(why))));
+  }
+  bool forced = why == NotHeld::released && row && row->forced_by != nullptr;
+  const char* reason = forced
+                           ? psprintf("The lease was force-released by %s: %s",
+                                      row->forced_by, row->force_reason)
+                           : dlock::describe(why);
+  throw_error(sqlstate::lease_not_held,
+              psprintf("lease \"%s\" is not held with token %lld", name,
+                       static_cast<long long>(token)),
+              row ? psprintf("%s; its latest token is %lld.", reason,
+                             static_cast<long long>(row->token))
+                  : psprintf("%s.", reason),
+              why == NotHeld::never_granted
+                  ? "Use the token the lease was granted with."
+                  : "Acquire the lease again; work done under this token may "
+                    "have overlapped with another holder.");
+}
+
+Datum granted_value(FunctionCallInfo fcinfo, const LeaseRequest& req,
+                    const Granted& g) {
+  return lease_value(fcinfo, req.name, req.owner, g.token, g.acquired_at,
+                     g.expires_at);
+}
+
+}  // namespace
+}  // namespace dlock::pg
+
+using namespace dlock::pg;
+using dlock::Micros;
+namespace sqlstate = dlock::sqlstate;
+
+DLOCK_FUNCTION(dlock_try_acquire) {
+  LeaseRequest req = lease_request(fcinfo, 2);
+  PreventCommandIfReadOnly("dlock.try_acquire()");
+  Granted g;
+  Micros holder_left;
+  if (!attempt_grant(req, &g, &holder_left)) PG_RETURN_NULL();
+  return granted_value(fcinfo, req, g);
+}
+
+DLOCK_FUNCTION(dlock_acquire) {
+  LeaseRequest req = lease_request(fcinfo, 3);
+  Micros timeout = dlock::check_timeout(
+      interval_fields(required_interval(fcinfo, 2, "timeout")));
+  PreventCommandIfReadOnly("dlock.acquire()");
+  if (IsolationUsesXactSnapshot()) {
+    throw_error(sqlstate::feature_not_supported,
+                "dlock.acquire() cannot wait in a REPEATABLE READ or "
+                "SERIALIZABLE transaction",
+                "The transaction's snapshot would never see the lease "
+                "being released.",
+                "Use dlock.try_acquire(), or call dlock.acquire() in a READ "
+                "COMMITTED transaction.");
+  }
+  Micros deadline = GetCurrentTimestamp() + timeout;
+  dlock::Backoff backoff(static_cast<uint64_t>(MyProcPid) ^
+                         static_cast<uint64_t>(GetCurrentTimestamp()));
+  // Each attempt's allocations go to a context reset before the next, so
+  // a long wait does not accumulate memory.
+  MemoryContext attempt_cxt = AllocSetContextCreate(
+      CurrentMemoryContext, "dlock acquire attempt", ALLOCSET_SMALL_SIZES);
+  MemoryContext call_cxt = MemoryContextSwitchTo(attempt_cxt);
+  Granted g;
+  Micros holder_left;
+  // While it waits, the session holds a shared lock in dlock's "waiting"
+  // key space, so that dlock.lock_waits can show who waits for which lease.
+  LOCKTAG waiting = waiting_tag(req.name);
+  bool advertised = false;
+  while (!attempt_grant(req, &g, &holder_left)) {
+    MemoryContextReset(attempt_cxt);
+    if (!advertised) {
+      (void)LockAcquire(&waiting, ShareLock, false, false);
+      advertised = true;
+    }
+    Micros now = GetCurrentTimestamp();
+    if (now >= deadline) {
+      MemoryContextSwitchTo(call_cxt);
+      throw_error(sqlstate::lock_not_available,
+                  psprintf("could not acquire lease \"%s\" within the timeout",
+                           req.name),
+                  psprintf("Waited %s.", duration_text(timeout)));
+    }
+    Micros sleep = backoff.next_sleep(holder_left, deadline - now);
+    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+                    static_cast<long>((sleep + 999) / 1000), PG_WAIT_EXTENSION);
+    ResetLatch(MyLatch);
+    CHECK_FOR_INTERRUPTS();
+  }
+  if (advertised) LockRelease(&waiting, ShareLock, false);
+  MemoryContextSwitchTo(call_cxt);
+  return granted_value(fcinfo, req, g);
+}
+
+DLOCK_FUNCTION(dlock_renew) {
+  const char* name = required_name(fcinfo, 0, "lease name");
+  int64 token = required_token(fcinfo, 1);
+  bool keep_ttl = PG_ARGISNULL(2);
+  Micros ttl = keep_ttl
+                   ? 0
+                   : dlock::check_ttl(interval_fields(PG_GETARG_INTERVAL_P(2)),
+                                      max_ttl());
+  PreventCommandIfReadOnly("dlock.renew()");
+  wait_gate(name);
+  std::optional<StoredLease> row = read_lease(name);
+  for (;;) {
+    check_may_act(name, token, row);
+    TimestampTz now = GetCurrentTimestamp();
+    dlock::NotHeld why = dlock::why_not_held(
+        row ? std::optional(rules_row(*row)) : std::nullopt, token, now);
+    if (why != dlock::NotHeld::held) raise_not_held(name, token, row, why);
+    // The lease's current TTL, still within today's dlock.max_ttl.
+    if (keep_ttl) ttl = dlock::check_ttl(interval_fields(row->ttl), max_ttl());
+    // Never past the grant's max_hold.
+    TimestampTz expires_at =
+        dlock::capped_expiry(now, ttl, row->acquired_at, row->max_hold);
+    if (write_renew(*row, expires_at, exact_interval(ttl)) ==
+        RowWrite::written) {
+      commit_durably();  // like a grant
+      return lease_value(fcinfo, name, row->owner, token, row->acquired_at,
+                         expires_at);
+    }
+    CHECK_FOR_INTERRUPTS();
+    row = read_lease(name);
+  }
+}
+
+DLOCK_FUNCTION(dlock_assert_held) {
+  const char* name = required_name(fcinfo, 0, "lease name");
+  int64 token = required_token(fcinfo, 1);
+  // Shares the gate with other asserts; grants, renewals and releases of
+  // the lease wait for (or, for grants, give up on) this transaction.
+  share_gate(name);
+  std::optional<StoredLease> row = read_lease_for_share(name);
+  check_may_act(name, token, row);
+  dlock::NotHeld why =
+      dlock::why_not_held(row ? std::optional(rules_row(*row)) : std::nullopt,
+                          token, GetCurrentTimestamp());
+  if (why == dlock::NotHeld::held) PG_RETURN_VOID();
+  if (why == dlock::NotHeld::newer_token) {
+    throw_error(sqlstate::stale_token,
+                psprintf("fencing token %lld is stale for lease \"%s\"",
+                         static_cast<long long>(token), name),
+                psprintf("The lease was taken by token %lld.",
+                         static_cast<long long>(row->token)),
+                "Stop writing: another holder owns the lease now.");
+  }
+  raise_not_held(name, token, row, why);
+}
+
+DLOCK_FUNCTION(dlock_release) {
+  const char* name = required_name(fcinfo, 0, "lease name");
+  int64 token = required_token(fcinfo, 1);
+  PreventCommandIfReadOnly("dlock.release()");
+  bool first_write = !TransactionIdIsValid(GetTopTransactionIdIfAny());
+  // Judged before taking the gate: a release that cannot succeed (wrong
+  // token, not held) must not hold the gate, or any role could keep the
+  // holder from renewing by releasing with a wrong token in an open
+  // transaction.
+  std::optional<StoredLease> row = read_lease(name);
+  if (!held_with(row, token, GetCurrentTimestamp())) PG_RETURN_BOOL(false);
+  check_may_act(name, token, row);
+  wait_gate(name);
+  bool released = release_gated(name, token, row);
+  if (released) note_release_write(first_write);
+  PG_RETURN_BOOL(released);
+}
+
+DLOCK_FUNCTION(dlock_get) {
+  const char* name = required_name(fcinfo, 0, "lease name");
+  std::optional<StoredLease> row = read_lease(name);
+  if (!row || !dlock::is_held(rules_row(*row), GetCurrentTimestamp())) {
+    PG_RETURN_NULL();
+  }
+  return lease_value(fcinfo, name, row->owner, row->token, row->acquired_at,
+                     row->expires_at);
+}

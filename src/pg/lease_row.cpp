@@ -1,0 +1,279 @@
+
+#include "intervals.h"
+#include "lease_row.h"
+#include "owner_spi.h"
+#include "relations.h"
+#include "tokens.h"
+
+namespace dlock::pg {
+
+namespace {
+
+// A name's first grant; nothing if another transaction created it since
+// it was read.
+SavedPlan insert_lease = {
+    "INSERT INTO dlock.lease_store"
+    "       (name, token, acquired_at, expires_at, ttl, acquired_by, owner,"
+    "        lock_delay, max_hold, backend_pid, backend_start)"
+    " VALUES ($1, $7, $4, $5, $6, $3, $2, $8, $9, $10, $11)"
+    " ON CONFLICT (name) DO NOTHING",
+    11,
+    {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID,
+     INT8OID, INTERVALOID, INTERVALOID, INT4OID, TIMESTAMPTZOID},
+    nullptr};
+
+SavedPlan select_for_share = {"SELECT " DLOCK_LEASE_COLUMNS
+                              " FROM dlock.lease_store"
+                              " WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE",
+                              1,
+                              {TEXTOID},
+                              nullptr};
+
+const char* text_or_null(HeapTuple tuple, AttrNumber column, TupleDesc desc) {
+  bool isnull;
+  Datum value = heap_getattr(tuple, column, desc, &isnull);
+  return isnull ? nullptr : TextDatumGetCString(value);
+}
+
+// One column of a lease row to set.
+struct ColumnValue {
+  AttrNumber column;
+  Datum value;
+  bool isnull;
+};
+DLOCK_PLAIN_STRUCT(ColumnValue);
+
+// Index entries for a row version that is not heap-only, made by the
+// executor's own routine, as for an UPDATE: indexes not yet ready (during
+// CREATE INDEX CONCURRENTLY, or left behind by a failed one) are skipped,
+// partial and expression indexes are evaluated, unique and exclusion
+// constraints checked.
+void insert_index_entries(Relation rel, HeapTuple tuple) {
+  EState* estate = CreateExecutorState();
+  ResultRelInfo* target = makeNode(ResultRelInfo);
+  InitResultRelInfo(target, rel, 0, nullptr, 0);
+  ExecOpenIndices(target, false);
+  TupleTableSlot* slot =
+      ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsHeapTuple);
+  ExecStoreHeapTuple(tuple, slot, false);
+  // update = true: the hint that lets btree delete the row's older
+  // versions bottom-up (right for the primary key: a lease's name never
+  // changes; only a hint for any other index).
+  List* deferred =
+      ExecInsertIndexTuples(target, slot, estate, true, false, nullptr, NIL);
+  if (deferred != NIL) {
+    elog(ERROR,
+         "dlock: deferrable constraints on dlock.lease_store are not "
+         "supported");
+  }
+  ExecCloseIndices(target);
+  ExecResetTupleTable(estate->es_tupleTable, false);
+  FreeExecutorState(estate);
+}
+
+// Replaces the version of the lease row that read_lease() returned by one
+// with `columns` set, as an UPDATE would (heap-only when it can, so that
+// a lease's many grants and releases need no index entries), without
+// planning or running a statement. The caller holds the lease's gate, so
+// no other dlock write of the row is in flight.
+RowWrite update_row(const StoredLease& row, const ColumnValue* columns,
+                    int count) {
+  Relation rel =
+      table_open(dlock_relation(DlockRelation::lease_store), RowExclusiveLock);
+  TupleDesc desc = RelationGetDescr(rel);
+  Datum* values = static_cast<Datum*>(palloc0(sizeof(Datum) * desc->natts));
+  bool* nulls = static_cast<bool*>(palloc0(sizeof(bool) * desc->natts));
+  bool* replace = static_cast<bool*>(palloc0(sizeof(bool) * desc->natts));
+  for (int i = 0; i < count; ++i) {
+    int at = columns[i].column - 1;
+    values[at] = columns[i].value;
+    nulls[at] = columns[i].isnull;
+    replace[at] = true;
+  }
+  HeapTuple updated =
+      heap_modify_tuple(row.tuple, desc, values, nulls, replace);
+  TM_FailureData failure;
+  LockTupleMode lock_mode;
+  TM_Result result =
+      heap_update(rel, &row.tuple->t_self, updated, GetCurrentCommandId(true),
+                  InvalidSnapshot, true, &failure, &lock_mode);
+  switch (result) {
+    case TM_Ok:
+      if (!HeapTupleIsHeapOnly(updated)) insert_index_entries(rel, updated);
+      table_close(rel, NoLock);
+      return RowWrite::written;
+    case TM_Updated:
+    case TM_Deleted:
+      // As the executor's UPDATE does when the row it read has moved on.
+      if (IsolationUsesXactSnapshot()) {
+        ereport(ERROR,
+                (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                 errmsg("could not serialize access due to concurrent %s",
+                        result == TM_Updated ? "update" : "delete")));
+      }
+      table_close(rel, NoLock);
+      return RowWrite::changed;
+    default:
+      elog(ERROR, "dlock: unexpected result %d updating a lease row",
+           static_cast<int>(result));
+  }
+}
+
+// The first row of a name, through SPI (a plain INSERT: it needs index
+// entries anyway).
+RowWrite insert_row(const char* name, const char* owner, Datum role,
+                    const GrantTerms& terms, int64 token) {
+  Datum args[11] = {
+      CStringGetTextDatum(name),
+      CStringGetTextDatum(owner),
+      role,
+      TimestampTzGetDatum(terms.now),
+      TimestampTzGetDatum(terms.expires_at),
+      IntervalPGetDatum(terms.ttl),
+      Int64GetDatum(token),
+      IntervalPGetDatum(terms.lock_delay),
+      PointerGetDatum(terms.max_hold),
+      Int32GetDatum(MyProcPid),
+      TimestampTzGetDatum(MyStartTimestamp),
+  };
+  OwnerSpi spi = owner_spi_connect();
+  uint64 created = run_plan(insert_lease, args,
+                            terms.max_hold ? "           " : "        n  ");
+  owner_spi_finish(spi);
+  return created == 1 ? RowWrite::written : RowWrite::changed;
+}
+
+}  // namespace
+
+StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
+  MemoryContext old = MemoryContextSwitchTo(into);
+  bool isnull;
+  StoredLease lease;
+  lease.token = DatumGetInt64(heap_getattr(tuple, kColToken, desc, &isnull));
+  lease.owner = text_or_null(tuple, kColOwner, desc);
+  lease.acquired_at =
+      DatumGetTimestampTz(heap_getattr(tuple, kColAcquiredAt, desc, &isnull));
+  lease.expires_at =
+      DatumGetTimestampTz(heap_getattr(tuple, kColExpiresAt, desc, &isnull));
+  lease.ttl = DatumGetIntervalP(datumCopy(
+      heap_getattr(tuple, kColTtl, desc, &isnull), false, sizeof(Interval)));
+  (void)heap_getattr(tuple, kColReleasedAt, desc, &isnull);
+  lease.released = !isnull;
+  lease.renew_count =
+      DatumGetInt64(heap_getattr(tuple, kColRenewCount, desc, &isnull));
+  lease.lock_delay = duration_of(
+      heap_getattr(tuple, kColLockDelay, desc, &isnull), "lock_delay");
+  Datum max_hold = heap_getattr(tuple, kColMaxHold, desc, &isnull);
+  lease.max_hold = isnull ? 0 : duration_of(max_hold, "max_hold");
+  lease.forced_by = text_or_null(tuple, kColForcedBy, desc);
+  lease.force_reason = text_or_null(tuple, kColForceReason, desc);
+  lease.acquired_by = text_or_null(tuple, kColAcquiredBy, desc);
+  lease.tuple = nullptr;
+  MemoryContextSwitchTo(old);
+  return lease;
+}
+
+LeaseRow rules_row(const StoredLease& row) {
+  return LeaseRow{row.token, row.expires_at, row.released, false,
+                  row.lock_delay};
+}
+
+std::optional<StoredLease> read_lease(const char* name) {
+  Oid relid = dlock_relation(DlockRelation::lease_store);
+  Oid pkey = dlock_relation(DlockRelation::lease_store_pkey);
+  // See this transaction's own earlier writes, as an SPI query would.
+  CommandCounterIncrement();
+  Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
+  Relation rel = table_open(relid, AccessShareLock);
+  TupleDesc desc = RelationGetDescr(rel);
+  if (desc->natts < kColumnCount) {
+    throw Error(sqlstate::object_not_in_prerequisite_state,
+                "dlock's SQL objects are older than its library", {},
+                "Run ALTER EXTENSION dlock UPDATE.");
+  }
+
+  ScanKeyData key;
+  ScanKeyInit(&key, kColName, BTEqualStrategyNumber, F_TEXTEQ,
+              CStringGetTextDatum(name));
+  key.sk_collation = TupleDescAttr(desc, kColName - 1)->attcollation;
+  SysScanDesc scan = systable_beginscan(rel, pkey, true, snapshot, 1, &key);
+
+  std::optional<StoredLease> row;
+  HeapTuple tuple = systable_getnext(scan);
+  if (HeapTupleIsValid(tuple)) {
+    row = decode_lease(tuple, desc, CurrentMemoryContext);
+    row->tuple = heap_copytuple(tuple);
+  }
+  systable_endscan(scan);
+  table_close(rel, NoLock);  // held to the end of the transaction
+  UnregisterSnapshot(snapshot);
+  return row;
+}
+
+std::optional<StoredLease> read_lease_for_share(const char* name) {
+  OwnerSpi spi = owner_spi_connect();
+  Datum args[1] = {CStringGetTextDatum(name)};
+  std::optional<StoredLease> row;
+  if (run_plan(select_for_share, args, " ") == 1) {
+    row = decode_lease(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+                       spi.caller_cxt);
+  }
+  owner_spi_finish(spi);
+  return row;
+}
+
+RowWrite write_grant(Grant kind, const char* name, const StoredLease* row,
+                     const char* owner, const GrantTerms& terms, int64* token) {
+  if (kind == Grant::same_token) {
+    // The same grant for longer: its token and other terms stay.
+    *token = row->token;
+    ColumnValue columns[] = {
+        {kColExpiresAt, TimestampTzGetDatum(terms.expires_at), false},
+        {kColTtl, IntervalPGetDatum(terms.ttl), false},
+    };
+    return update_row(*row, columns, lengthof(columns));
+  }
+  // The new token is drawn here, with the lease's gate held.
+  *token = next_token();
+  dlock::check_token_grows(*token, row ? row->token : 0);
+  Datum role = CStringGetTextDatum(GetUserNameFromId(GetUserId(), false));
+  if (kind == Grant::create) {
+    return insert_row(name, owner, role, terms, *token);
+  }
+  ColumnValue columns[] = {
+      {kColToken, Int64GetDatum(*token), false},
+      {kColAcquiredAt, TimestampTzGetDatum(terms.now), false},
+      {kColExpiresAt, TimestampTzGetDatum(terms.expires_at), false},
+      {kColTtl, IntervalPGetDatum(terms.ttl), false},
+      {kColAcquiredBy, role, false},
+      {kColOwner, CStringGetTextDatum(owner), false},
+      {kColReleasedAt, 0, true},
+      {kColRenewCount, Int64GetDatum(0), false},
+      {kColLockDelay, IntervalPGetDatum(terms.lock_delay), false},
+      {kColMaxHold, PointerGetDatum(terms.max_hold), terms.max_hold == nullptr},
+      {kColBackendPid, Int32GetDatum(MyProcPid), false},
+      {kColBackendStart, TimestampTzGetDatum(MyStartTimestamp), false},
+      {kColForcedBy, 0, true},
+      {kColForceReason, 0, true},
+  };
+  return update_row(*row, columns, lengthof(columns));
+}
+
+RowWrite write_renew(const StoredLease& row, TimestampTz expires_at,
+                     Interval* ttl) {
+  ColumnValue columns[] = {
+      {kColExpiresAt, TimestampTzGetDatum(expires_at), false},
+      {kColTtl, IntervalPGetDatum(ttl), false},
+      {kColRenewCount, Int64GetDatum(row.renew_count + 1), false},
+  };
+  return update_row(row, columns, lengthof(columns));
+}
+
+RowWrite write_release(const StoredLease& row, TimestampTz now) {
+  ColumnValue columns[] = {
+      {kColReleasedAt, TimestampTzGetDatum(now), false},
+  };
+  return update_row(row, columns, lengthof(columns));
+}
+
+}  // namespace dlock::pg

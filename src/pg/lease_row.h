@@ -1,0 +1,105 @@
+// A lease's row in dlock.lease_store: read through the primary key without
+// SPI, decoded in one place, and written directly (heap-only updates while
+// the page has room) with the lease's gate held.
+#pragma once
+
+#include <optional>
+
+#include "boundary.h"
+#include "pg_headers.h"
+
+namespace dlock::pg {
+
+// The columns of dlock.lease_store, in the order the install script creates
+// them (upgrades may only append columns): their attribute numbers, and
+// their positions in a SELECT or RETURNING of DLOCK_LEASE_COLUMNS.
+enum LeaseColumn : AttrNumber {
+  kColName = 1,
+  kColToken,
+  kColAcquiredAt,
+  kColExpiresAt,
+  kColTtl,
+  kColAcquiredBy,
+  kColOwner,
+  kColReleasedAt,
+  kColRenewCount,
+  kColLockDelay,
+  kColMaxHold,
+  kColBackendPid,
+  kColBackendStart,
+  kColForcedBy,
+  kColForceReason,
+  kColumnCount = kColForceReason,
+};
+#define DLOCK_LEASE_COLUMNS                                        \
+  "name, token, acquired_at, expires_at, ttl, acquired_by, owner," \
+  " released_at, renew_count, lock_delay, max_hold, backend_pid,"  \
+  " backend_start, forced_by, force_reason"
+
+// A lease row as last committed (or as written earlier by this
+// transaction). Strings and the interval are palloc'd.
+struct StoredLease {
+  int64 token;
+  const char* owner;
+  TimestampTz acquired_at;
+  TimestampTz expires_at;
+  Interval* ttl;
+  bool released;
+  Micros lock_delay;         // 0: none
+  Micros max_hold;           // 0: none
+  const char* forced_by;     // who force-released it, or NULL
+  const char* force_reason;  // and why
+  const char* acquired_by;   // the role that acquired it
+  int64 renew_count;
+  HeapTuple tuple;  // the row version read_lease() read (a copy), for the
+                    // write_* below; NULL for rows read through SPI
+};
+DLOCK_PLAIN_STRUCT(StoredLease);
+
+// Decodes a row of the lease_store table, or of a SELECT or RETURNING of
+// DLOCK_LEASE_COLUMNS, into memory of `into` (tuple left NULL).
+StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into);
+
+// The row as src/core's rules see it (same_owner false).
+LeaseRow rules_row(const StoredLease& row);
+
+// Reads the lease through the primary key with the transaction's snapshot
+// (a fresh one in READ COMMITTED): no SPI, no lock on the row, no WAL.
+std::optional<StoredLease> read_lease(const char* name);
+
+// The lease row, locked FOR SHARE until the transaction ends, so that no
+// other transaction can write it (a takeover included). Runs SPI as the
+// table owner itself.
+std::optional<StoredLease> read_lease_for_share(const char* name);
+
+// Writes of a lease row that read_lease() returned, with the lease's gate
+// held, as compare-and-set on that row version: each returns
+// RowWrite::changed, writing nothing, if another transaction wrote the row
+// after it was read (read it again and decide again). In a REPEATABLE READ
+// or SERIALIZABLE transaction that is a serialization failure (40001)
+// instead, as for an UPDATE.
+enum class RowWrite { written, changed };
+
+// The terms of a grant.
+struct GrantTerms {
+  TimestampTz now;
+  TimestampTz expires_at;
+  Interval* ttl;
+  Interval* lock_delay;
+  Interval* max_hold;  // NULL: none
+};
+DLOCK_PLAIN_STRUCT(GrantTerms);
+
+// A grant as src/core decided it: Grant::create inserts the first row of a
+// name (row is NULL), Grant::new_token gives a released or expired lease a
+// new token, Grant::same_token gives the owner's grant a later expiry and
+// keeps its token. Sets *token to the grant's.
+RowWrite write_grant(Grant kind, const char* name, const StoredLease* row,
+                     const char* owner, const GrantTerms& terms, int64* token);
+// A later expiry and TTL for the grant, counted as a renewal.
+RowWrite write_renew(const StoredLease& row, TimestampTz expires_at,
+                     Interval* ttl);
+// Marks the grant released at `now`.
+RowWrite write_release(const StoredLease& row, TimestampTz now);
+
+}  // namespace dlock::pg

@@ -1,0 +1,19 @@
+// dlock.lease_state(): src/core's lease_state() for SQL, so that the views
+// and the sweep judge a lease exactly as the lease functions do.
+
+#include "boundary.h"
+#include "intervals.h"
+
+// dlock.lease_state(released_at timestamptz, expires_at timestamptz,
+//                   lock_delay interval, at timestamptz) RETURNS text
+DLOCK_FUNCTION(dlock_lease_state) {
+  if (PG_ARGISNULL(1) || PG_ARGISNULL(3)) PG_RETURN_NULL();
+  dlock::LeaseRow row;
+  row.released = !PG_ARGISNULL(0);
+  row.expires_at = PG_GETARG_TIMESTAMPTZ(1);
+  row.lock_delay = PG_ARGISNULL(2) ? 0
+                                   : dlock::pg::duration_of(PG_GETARG_DATUM(2),
+                                                            "lock_delay");
+  dlock::LeaseState state = dlock::lease_state(row, PG_GETARG_TIMESTAMPTZ(3));
+  PG_RETURN_TEXT_P(cstring_to_text(dlock::state_name(state)));
+}

@@ -1,0 +1,24 @@
+// dlock's own relations, looked up by name once per backend and forgotten
+// on any invalidation that may concern them (DROP and CREATE EXTENSION, a
+// renamed schema), so that a lease call costs no catalog lookup.
+#pragma once
+
+#include "pg_headers.h"
+
+namespace dlock::pg {
+
+enum class DlockRelation {
+  lease_store,
+  lease_store_pkey,
+  token_seq,
+};
+
+// The relation's OID; raises an error if dlock's schema lacks it.
+Oid dlock_relation(DlockRelation which);
+
+// Counts the times the cached OIDs were forgotten: a cache of anything
+// read from dlock's tables (such as the token history) is stale once this
+// has moved on.
+uint64 relations_generation();
+
+}  // namespace dlock::pg

@@ -1,0 +1,32 @@
+
+#include "release.h"
+#include "settings.h"
+
+namespace dlock::pg {
+
+bool held_with(const std::optional<StoredLease>& row, int64 token,
+               TimestampTz now) {
+  return row && row->token == token && dlock::is_held(rules_row(*row), now);
+}
+
+bool release_gated(const char* name, int64 token,
+                   std::optional<StoredLease> row) {
+  for (;;) {
+    TimestampTz now = GetCurrentTimestamp();
+    if (!held_with(row, token, now)) return false;
+    if (write_release(*row, now) == RowWrite::written) break;
+    CHECK_FOR_INTERRUPTS();
+    row = read_lease(name);
+  }
+  if (log_grants) {
+    ereport(LOG, (errmsg_internal(
+                     "dlock: lease \"%s\" released with token %lld after "
+                     "%lld ms",
+                     name, static_cast<long long>(token),
+                     static_cast<long long>(
+                         (GetCurrentTimestamp() - row->acquired_at) / 1000))));
+  }
+  return true;
+}
+
+}  // namespace dlock::pg

@@ -1,0 +1,22 @@
+// A release of a lease (release, release_all): compare-and-delete on
+// (name, token), written with the lease's gate held.
+#pragma once
+
+#include <optional>
+
+#include "lease_row.h"
+#include "pg_headers.h"
+
+namespace dlock::pg {
+
+// Whether `row` is the lease held with `token` at `now`.
+bool held_with(const std::optional<StoredLease>& row, int64 token,
+               TimestampTz now);
+
+// Releases (name, token) if held, with the lease's gate held; `row` is the
+// lease as read before or after taking the gate. Returns whether this call
+// released it.
+bool release_gated(const char* name, int64 token,
+                   std::optional<StoredLease> row);
+
+}  // namespace dlock::pg

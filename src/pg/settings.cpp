@@ -1,0 +1,32 @@
+#include "settings.h"
+
+namespace dlock::pg {
+
+namespace {
+
+constexpr int kDefaultMaxTtlMs = 24 * 60 * 60 * 1000;  // one day
+int max_ttl_ms = kDefaultMaxTtlMs;
+
+}  // namespace
+
+bool log_grants = false;
+
+Micros max_ttl() { return static_cast<Micros>(max_ttl_ms) * 1000; }
+
+void define_settings() {
+  DefineCustomIntVariable(
+      "dlock.max_ttl", "Longest TTL a lease may be granted or renewed for.",
+      "Acquisitions and renewals asking for more fail with SQLSTATE 22023.",
+      &max_ttl_ms, kDefaultMaxTtlMs, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
+      nullptr, nullptr, nullptr);
+  DefineCustomBoolVariable(
+      "dlock.log_grants",
+      "Logs every grant, takeover after expiry, release, force-release and "
+      "failed renewal.",
+      "Each line names the lease, owner and token, and for releases how long "
+      "the lease was held.",
+      &log_grants, false, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+  MarkGUCPrefixReserved("dlock");
+}
+
+}  // namespace dlock::pg
