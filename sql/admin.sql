@@ -1,5 +1,8 @@
 -- Lease administration: renew counts and hold times, lock-delay, max_hold,
 -- force_release, release_all, sweep, dlock.log_grants.
+\set ECHO none
+\i sql/setup/fresh_dlock.sql
+\set ECHO all
 SET client_min_messages = warning;
 
 -- The view tells renewals, how long a lease has been held and whether the
@@ -14,13 +17,14 @@ SELECT state, renew_count, held_for >= interval '0' AS held_for_known,
 
 -- Chubby's lock-delay: a lease that expires without being released stays
 -- unavailable until expires_at + lock_delay; a released one is free at once.
-SELECT token AS ld FROM dlock.try_acquire('admin-delay', interval '100 ms', 'worker-1',
-                                          lock_delay => interval '400 ms') \gset
-SELECT pg_sleep(0.15);
+-- (Expiry is forced with regress.expire, so nothing waits for the clock.)
+SELECT token AS ld FROM dlock.try_acquire('admin-delay', interval '1 min', 'worker-1',
+                                          lock_delay => interval '1 h') \gset
+SELECT regress.expire('admin-delay');
 SELECT state, lock_delay FROM dlock.leases WHERE name = 'admin-delay';
 SELECT dlock.try_acquire('admin-delay', interval '1 min', 'worker-2') IS NULL AS busy_in_delay;
 SELECT regress.outcome($$SELECT dlock.acquire('admin-delay', '1 min', '50 ms', 'worker-2')$$) AS acquire_times_out;
-SELECT pg_sleep(0.4);
+SELECT regress.expire('admin-delay', past_delay => true);
 SELECT state FROM dlock.leases WHERE name = 'admin-delay';
 SELECT token > :ld AS taken_after_delay, owner
   FROM dlock.try_acquire('admin-delay', interval '1 min', 'worker-2');
@@ -34,18 +38,18 @@ SELECT token > :ld2 AS released_is_free_at_once
 -- max_hold: renewals (and the owner's retries) never extend past
 -- acquired_at + max_hold.
 SELECT token AS mh, acquired_at AS mh_at
-  FROM dlock.try_acquire('admin-cap', interval '200 ms', 'worker-1', NULL, max_hold => interval '1 s') \gset
-SELECT expires_at = :'mh_at'::timestamptz + interval '1 s' AS renewal_capped
+  FROM dlock.try_acquire('admin-cap', interval '1 min', 'worker-1', NULL, max_hold => interval '2 min') \gset
+SELECT expires_at = :'mh_at'::timestamptz + interval '2 min' AS renewal_capped
   FROM dlock.renew('admin-cap', :mh, interval '1 h');
-SELECT expires_at = :'mh_at'::timestamptz + interval '1 s' AS retry_capped, token = :mh AS same_token
+SELECT expires_at = :'mh_at'::timestamptz + interval '2 min' AS retry_capped, token = :mh AS same_token
   FROM dlock.try_acquire('admin-cap', interval '1 h', 'worker-1');
 SELECT max_hold FROM dlock.leases WHERE name = 'admin-cap';
 SELECT expires_at - acquired_at AS first_grant_capped
-  FROM dlock.try_acquire('admin-cap2', interval '1 h', 'worker-1', NULL, max_hold => interval '2 s');
+  FROM dlock.try_acquire('admin-cap2', interval '1 h', 'worker-1', NULL, max_hold => interval '2 min');
 
 -- Their arguments: not negative, not above dlock.max_ttl; NULL or 0: none.
 SELECT token > 0 AS granted
-  FROM dlock.try_acquire('admin-zero', interval '1 s', 'worker-1', interval '0', interval '0');
+  FROM dlock.try_acquire('admin-zero', interval '1 min', 'worker-1', interval '0', interval '0');
 SELECT lock_delay, max_hold IS NULL AS no_max_hold FROM dlock.leases WHERE name = 'admin-zero';
 SELECT regress.outcome($$SELECT dlock.try_acquire('x', '1 s', 'o', lock_delay => '-1 s')$$) AS negative_delay;
 SELECT regress.outcome($$SELECT dlock.try_acquire('x', '1 s', 'o', NULL, max_hold => '2 days')$$) AS long_max_hold;
@@ -65,6 +69,9 @@ SELECT token > :fr AS newer FROM dlock.try_acquire('admin-stuck', interval '1 mi
 SELECT owner, forced_by, force_reason FROM dlock.leases WHERE name = 'admin-stuck';
 SELECT dlock.force_release('no-such-lease', 'nothing') IS NULL AS nothing_to_force;
 SELECT regress.outcome($$SELECT dlock.force_release('admin-stuck', NULL)$$) AS null_reason;
+-- A reason is at most 500 bytes (it is kept and shown in LD002's DETAIL).
+SELECT regress.outcome($$SELECT dlock.force_release('admin-stuck', repeat('é', 251))$$) AS long_reason;
+SELECT owner FROM dlock.force_release('admin-stuck', repeat('é', 250)) AS fits;
 
 -- release_all: every lease an owner holds, for a worker shutting down.
 SELECT count(dlock.try_acquire('admin-job-' || i, interval '1 min', 'worker-9')) FROM generate_series(1, 3) AS i;

@@ -1,5 +1,8 @@
 -- Advisory locks: dlock.key(), advisory_lock()/advisory_unlock(), and the
 -- decoding in dlock.advisory_locks.
+\set ECHO none
+\i sql/setup/fresh_dlock.sql
+\set ECHO all
 SET client_min_messages = warning;
 
 -- dlock.key: first 8 bytes of SHA-256 of the UTF-8 name, big-endian, signed.

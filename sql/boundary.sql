@@ -2,27 +2,10 @@
 -- A C++ exception and a PostgreSQL error raised inside pg_guard() both reach
 -- the client with their SQLSTATE, detail and hint; the C++ objects they
 -- unwind are destroyed; the backend lives on.
-CREATE EXTENSION dlock;
-
--- Shared by the other suites: runs a statement in a subtransaction (an
--- error leaves nothing behind) and reports its error's fields.
-CREATE SCHEMA regress;
-CREATE FUNCTION regress.error_of(statement text,
-    OUT code text, OUT message text, OUT detail text, OUT hint text)
-LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE statement;
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-        detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
-END $$;
-
--- Compact form for the other suites: 'ok', or the SQLSTATE and DETAIL.
-CREATE FUNCTION regress.outcome(statement text) RETURNS text
-LANGUAGE sql AS $$
-    SELECT coalesce(e.code || coalesce(': ' || nullif(e.detail, ''), ''), 'ok')
-      FROM regress.error_of(statement) AS e
-$$;
+\set ECHO none
+\i sql/setup/fresh_dlock.sql
+\set ECHO all
+SET client_min_messages = warning;
 
 CREATE FUNCTION regress.cpp_throw(text) RETURNS void
     AS 'dlock', 'dlock_test_throw' LANGUAGE C STRICT;

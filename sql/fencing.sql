@@ -1,5 +1,8 @@
 -- Fencing: fenced_update, fence, protect, assert_held, and tokens dlock
 -- never issued.
+\set ECHO none
+\i sql/setup/fresh_dlock.sql
+\set ECHO all
 SET client_min_messages = warning;
 
 CREATE TABLE accounts (
@@ -88,6 +91,29 @@ SELECT regress.outcome($$SELECT dlock.fenced_update('accounts', 0, '{"note": "x"
 CREATE VIEW accounts_view AS SELECT * FROM accounts;
 SELECT regress.outcome($$SELECT dlock.fenced_update('accounts_view', 1, '{"note": "x"}', '{"id": 1}')$$) AS not_a_table;
 SELECT id, balance, note, fence_token = :t2 AS t2_fence FROM accounts ORDER BY id;
+-- A relation that does not exist (OID 0, or dropped since the regclass was
+-- made): 42P01, for fenced_update, protect and unprotect alike.
+CREATE TABLE dropped (id int PRIMARY KEY, fence_token bigint);
+SELECT 'dropped'::regclass::oid AS dropped_oid \gset
+DROP TABLE dropped;
+SELECT regress.outcome(format($$SELECT dlock.fenced_update(%s, %s, '{"id": 2}', '{"id": 1}')$$, :dropped_oid, :t2))
+       = '42P01' AS fenced_update_dropped,
+       regress.outcome(format($$SELECT dlock.fenced_update(0, %s, '{"id": 2}', '{"id": 1}')$$, :t2)) AS fenced_update_oid_0,
+       regress.outcome(format('SELECT dlock.protect(%s)', :dropped_oid)) = '42P01' AS protect_dropped,
+       regress.outcome('SELECT dlock.protect(0)') AS protect_oid_0,
+       regress.outcome(format('SELECT dlock.unprotect(%s)', :dropped_oid)) = '42P01' AS unprotect_dropped;
+SELECT (regress.error_of('SELECT dlock.unprotect(0)')).message AS unprotect_oid_0_message;
+-- Messages that would not fit are cut at a character boundary: a client in
+-- another encoding still gets the error itself, not 22021 for a message
+-- cut inside a character.
+SELECT code, octet_length(message) <= 511 AS fits,
+       convert_to(message, 'LATIN1') IS NOT NULL AS whole_characters
+  FROM regress.error_of(format($$SELECT dlock.fenced_update('accounts', %s, jsonb_build_object(repeat('é', 300), 1), '{"id": 1}')$$, :t2));
+SET client_encoding = 'LATIN1';
+\set VERBOSITY sqlstate
+SELECT dlock.fenced_update('accounts', 1, jsonb_build_object(repeat('é', 300), 1), '{"id": 1}');
+\set VERBOSITY default
+RESET client_encoding;
 
 -- Identifiers are quoted: odd table and column names work, and names are
 -- never SQL.
@@ -163,8 +189,8 @@ SELECT regress.outcome(format($$SELECT dlock.assert_held('accounts', %s)$$, :t1)
        = 'LD001: The lease was taken by token ' || :t2 || '.' AS old_token;
 SELECT regress.outcome($$SELECT dlock.assert_held('accounts', 9223372036854775807)$$) LIKE 'LD003%' AS forged;
 SELECT regress.outcome(format($$SELECT dlock.assert_held('no-such-lease', %s)$$, :t2)) AS other_lease;
-SELECT token AS t3 FROM dlock.try_acquire('brief', interval '100 ms', 'writer-3') \gset
-SELECT pg_sleep(0.15);
+SELECT token AS t3 FROM dlock.try_acquire('brief', interval '1 min', 'writer-3') \gset
+SELECT regress.expire('brief');
 SELECT regress.outcome(format($$SELECT dlock.assert_held('brief', %s)$$, :t3))
        = 'LD002: The lease expired; its latest token is ' || :t3 || '.' AS expired;
 SELECT dlock.release('accounts', :t2);
@@ -176,24 +202,24 @@ SELECT regress.outcome($$SELECT dlock.renew('accounts', 9223372036854775807)$$) 
 
 -- The token sequence must stay NO CYCLE, CACHE 1 and logged.
 ALTER SEQUENCE dlock.token_seq CACHE 10;
-SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 s')$$) AS cached;
+SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 min')$$) AS cached;
 ALTER SEQUENCE dlock.token_seq CACHE 1 CYCLE;
-SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 s')$$) AS cycling;
+SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 min')$$) AS cycling;
 ALTER SEQUENCE dlock.token_seq NO CYCLE INCREMENT -1;
-SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 s')$$) AS counting_down;
+SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 min')$$) AS counting_down;
 ALTER SEQUENCE dlock.token_seq INCREMENT 1;
 ALTER SEQUENCE dlock.token_seq SET UNLOGGED;
-SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 s')$$) AS unlogged;
+SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 min')$$) AS unlogged;
 ALTER SEQUENCE dlock.token_seq SET LOGGED;
-SELECT token > :t3 AS grants_again FROM dlock.try_acquire('seq-check', interval '1 s');
+SELECT token > :t3 AS grants_again FROM dlock.try_acquire('seq-check', interval '1 min');
 -- A sequence moved back is caught at the next grant of a lease it would
 -- give a smaller token than before; moving it forward again repairs it.
 SELECT last_value AS before_rewind FROM dlock.token_seq \gset
 SELECT setval('dlock.token_seq', 1) = 1 AS rewound_to_1;
 SELECT dlock.release('seq-check', token) FROM dlock.lease_store WHERE name = 'seq-check';
-SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 s')$$) LIKE '55000: It issued 2 for a lease last granted with token %' AS rewound;
+SELECT regress.outcome($$SELECT dlock.try_acquire('seq-check', '1 min')$$) LIKE '55000: It issued 2 for a lease last granted with token %' AS rewound;
 SELECT setval('dlock.token_seq', :before_rewind) = :before_rewind AS restored;
-SELECT token > :before_rewind AS repaired FROM dlock.try_acquire('seq-check', interval '1 s');
+SELECT token > :before_rewind AS repaired FROM dlock.try_acquire('seq-check', interval '1 min');
 -- On the first history tokens stay below 2^40 (their epoch is 0).
 SELECT max(token) >> 40 AS epoch FROM dlock.lease_store;
 

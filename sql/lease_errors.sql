@@ -1,6 +1,9 @@
 -- Bad input: the documented SQLSTATE, and nothing changes.
+\set ECHO none
+\i sql/setup/fresh_dlock.sql
+\set ECHO all
 SET client_min_messages = warning;
-SELECT count(*) AS rows_before, (SELECT last_value FROM dlock.token_seq) AS seq_before
+SELECT count(*) AS rows_before, coalesce(pg_sequence_last_value('dlock.token_seq'), 0) AS seq_before
   FROM dlock.lease_store \gset
 SELECT token FROM dlock.try_acquire('held', interval '1 min', 'holder') \gset
 
@@ -56,7 +59,7 @@ SELECT setting, unit, context FROM pg_settings WHERE name = 'dlock.max_ttl';
 
 -- Nothing above changed anything: same rows, same sequence, same holder.
 SELECT count(*) - :rows_before AS new_rows,
-       (SELECT last_value FROM dlock.token_seq) - :seq_before AS tokens_drawn
+       coalesce(pg_sequence_last_value('dlock.token_seq'), 0) - :seq_before AS tokens_drawn
   FROM dlock.lease_store;
 SELECT token = :token AS same_holder, owner FROM dlock.get('held');
 

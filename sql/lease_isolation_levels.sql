@@ -2,20 +2,23 @@
 -- (a conflict with a concurrent grant raises 40001, see the isolation
 -- specs); acquire refuses to wait (0A000): its snapshot could never see the
 -- lease being released.
+\set ECHO none
+\i sql/setup/fresh_dlock.sql
+\set ECHO all
 SET client_min_messages = warning;
 
 BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT token AS rr_token, owner FROM dlock.try_acquire('rr', interval '5 s', 'rr-owner') \gset
-SELECT :'owner' AS owner, token = :rr_token AS same_token FROM dlock.renew('rr', :rr_token, interval '6 s');
+SELECT token AS rr_token, owner FROM dlock.try_acquire('rr', interval '5 min', 'rr-owner') \gset
+SELECT :'owner' AS owner, token = :rr_token AS same_token FROM dlock.renew('rr', :rr_token, interval '6 min');
 SELECT regress.outcome($$SELECT dlock.acquire('rr-other', '5 s', '1 s')$$) AS acquire_in_rr;
 SELECT dlock.release('rr', :rr_token) AS released;
 COMMIT;
 SELECT state FROM dlock.leases WHERE name = 'rr';
 
 BEGIN ISOLATION LEVEL SERIALIZABLE;
-SELECT token AS ser_token FROM dlock.try_acquire('ser', interval '5 s', 'ser-owner') \gset
+SELECT token AS ser_token FROM dlock.try_acquire('ser', interval '5 min', 'ser-owner') \gset
 SELECT :ser_token > :rr_token AS larger_token;
-SELECT dlock.try_acquire('ser', interval '5 s', 'someone-else') IS NULL AS busy;
+SELECT dlock.try_acquire('ser', interval '5 min', 'someone-else') IS NULL AS busy;
 SELECT regress.outcome($$SELECT dlock.acquire('ser', '5 s', '0 s', 'ser-owner')$$) AS acquire_in_serializable;
 SELECT dlock.release('ser', :ser_token) AS released;
 COMMIT;
@@ -24,7 +27,7 @@ SELECT state FROM dlock.leases WHERE name = 'ser';
 -- acquire in READ COMMITTED inside an explicit transaction is fine.
 BEGIN ISOLATION LEVEL READ COMMITTED;
 SELECT token > :ser_token AS larger_token, owner
-  FROM dlock.acquire('rc', interval '5 s', interval '1 s', 'rc-owner');
+  FROM dlock.acquire('rc', interval '5 min', interval '1 s', 'rc-owner');
 COMMIT;
 
 -- A read-only transaction (a hot standby's included): every function that

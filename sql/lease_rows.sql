@@ -1,6 +1,9 @@
 -- How dlock stores leases: one row per name, written in place.
+\set ECHO none
+\i sql/setup/fresh_dlock.sql
+\set ECHO all
 SET client_min_messages = warning;
-CREATE EXTENSION amcheck;
+CREATE EXTENSION IF NOT EXISTS amcheck;
 
 -- Grants and releases `times` times the lease 'many-versions', in the
 -- calling transaction, under one owner or a new owner each time; returns

@@ -1,5 +1,8 @@
 -- Leases belong to the role that acquired them; dlock_admin administers;
 -- a database owner without superuser installs and updates dlock.
+\set ECHO none
+\i sql/setup/fresh_dlock.sql
+\set ECHO all
 SET client_min_messages = warning;
 
 CREATE ROLE regress_alice;
@@ -94,9 +97,49 @@ SELECT has_table_privilege('dlock.lease_store', 'INSERT') AS can_insert,
        has_function_privilege('dlock.force_release(text, text)', 'EXECUTE') AS can_force;
 DROP EXTENSION dlock;
 SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname = 'dlock';
+-- A fresh install too; \dx shows pg_catalog, not a schema of the user's.
+CREATE EXTENSION dlock;
+SELECT extversion, extnamespace::regnamespace AS dx_schema FROM pg_extension WHERE extname = 'dlock';
+SELECT token > 0 AS works FROM dlock.try_acquire('x', '1 min');
+DROP EXTENSION dlock;
 \c :orig_db :orig_user
 DROP DATABASE regress_dlock_owned;
 DROP ROLE regress_dbowner;
 DROP TABLE tokens;
 DROP OWNED BY regress_alice, regress_bob, regress_carol, regress_ops;
 DROP ROLE regress_alice, regress_bob, regress_carol, regress_ops;
+
+-- dlock_admin: dlock adopts only the role it created (marked with its
+-- comment). The first install created it; set it aside for these cases.
+SELECT shobj_description(oid, 'pg_authid') LIKE 'dlock administrators: %Created by dlock.' AS marked,
+       rolcanlogin FROM pg_roles WHERE rolname = 'dlock_admin';
+DROP EXTENSION dlock;
+ALTER ROLE dlock_admin RENAME TO regress_dlock_admin_kept;
+-- Someone else's role of that name, one that can log in: a fresh install
+-- refuses it, and nothing is installed.
+CREATE ROLE dlock_admin LOGIN;
+SELECT regress.outcome('CREATE EXTENSION dlock') AS install_over_foreign_role;
+SELECT count(*) AS installed FROM pg_extension WHERE extname = 'dlock';
+-- Even a plain NOLOGIN one without dlock's mark.
+ALTER ROLE dlock_admin NOLOGIN;
+SELECT regress.outcome('CREATE EXTENSION dlock') AS install_over_unmarked_role;
+-- Updating from 0.3.0 (which adopted any such role) keeps a plain one, the
+-- kind 0.3.0 created, and marks it as dlock's ...
+CREATE EXTENSION dlock VERSION '0.3.0';
+ALTER EXTENSION dlock UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'dlock';
+SELECT shobj_description(oid, 'pg_authid') LIKE 'dlock administrators: %Created by dlock.' AS marked
+  FROM pg_roles WHERE rolname = 'dlock_admin';
+-- ... but refuses one that can log in (the update fails as a whole).
+DROP EXTENSION dlock;
+COMMENT ON ROLE dlock_admin IS NULL;
+ALTER ROLE dlock_admin LOGIN;
+CREATE EXTENSION dlock VERSION '0.3.0';
+SELECT regress.outcome('ALTER EXTENSION dlock UPDATE') AS update_over_login_role;
+SELECT extversion FROM pg_extension WHERE extname = 'dlock';
+-- Back to the role dlock made.
+DROP EXTENSION dlock;
+DROP ROLE dlock_admin;
+ALTER ROLE regress_dlock_admin_kept RENAME TO dlock_admin;
+CREATE EXTENSION dlock;
+SELECT has_function_privilege('dlock_admin', 'dlock.sweep(interval)', 'EXECUTE') AS admin_may_sweep;

@@ -1,6 +1,9 @@
 -- Security: a hostile search_path runs nothing when dlock's functions and
 -- views are used; non-owners cannot write dlock's tables or draw tokens;
 -- a pre-created dlock schema makes the install fail instead of adopting it.
+\set ECHO none
+\i sql/setup/fresh_dlock.sql
+\set ECHO all
 SET client_min_messages = warning;
 
 CREATE ROLE regress_dlock_attacker;
@@ -72,6 +75,20 @@ SELECT step, outcome ~ '^[0-9]+$' AS is_number, outcome FROM results
 SELECT count(*) AS numeric_results FROM results WHERE step IN ('try_acquire', 'acquire', 'renew', 'key', 'fence') AND outcome ~ '^-?[0-9]+$';
 -- Nothing hostile ran.
 SELECT what, count(*) AS hostile_calls FROM hostile.ran GROUP BY what;
+
+-- Installing and updating with the hostile schema first on the path runs
+-- nothing hostile either (the scripts pin search_path to pg_catalog, pg_temp
+-- for themselves), and leaves the session's search_path as it was.
+SET search_path = hostile, pg_catalog, public;
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock;
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock VERSION '0.1.0';
+ALTER EXTENSION dlock UPDATE;
+SHOW search_path;
+RESET search_path;
+SELECT extversion FROM pg_extension WHERE extname = 'dlock';
+SELECT count(*) AS hostile_calls_during_install FROM hostile.ran;
 
 -- Non-owners read dlock's tables but cannot write them or draw tokens.
 GRANT USAGE ON SCHEMA regress TO regress_dlock_attacker;

@@ -1,5 +1,9 @@
 -- Every upgrade path gives the same objects as a fresh install of the
--- default version; DROP EXTENSION leaves nothing behind.
+-- default version from its own full script; DROP EXTENSION leaves nothing
+-- behind.
+\set ECHO none
+\i sql/setup/fresh_dlock.sql
+\set ECHO all
 SET client_min_messages = warning;
 
 -- Each member object of the extension, with what defines it: function
@@ -32,6 +36,8 @@ SELECT pg_describe_object(d.classid, d.objid, 0),
                                           FROM pg_sequence s WHERE s.seqrelid = c.oid), '')
                       FROM pg_class c WHERE c.oid = d.objid)
                WHEN 'pg_type'::regclass THEN format_type(d.objid, NULL)
+               WHEN 'pg_namespace'::regclass THEN
+                   (SELECT coalesce(n.nspacl::text, '') FROM pg_namespace n WHERE n.oid = d.objid)
            END,
            obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid)),
            (SELECT 'dumped' FROM pg_extension e2
@@ -44,16 +50,17 @@ $$;
 CREATE TABLE regress.upgraded (path text, object text, definition text);
 
 -- Every older version, updated to the default one.
-DROP EXTENSION dlock;
-CREATE EXTENSION dlock VERSION '0.1.0';
-ALTER EXTENSION dlock UPDATE;
-SELECT extversion FROM pg_extension WHERE extname = 'dlock';
-INSERT INTO regress.upgraded SELECT 'from 0.1.0', * FROM regress.dlock_objects();
-DROP EXTENSION dlock;
-CREATE EXTENSION dlock VERSION '0.2.0';
-ALTER EXTENSION dlock UPDATE;
-SELECT extversion FROM pg_extension WHERE extname = 'dlock';
-INSERT INTO regress.upgraded SELECT 'from 0.2.0', * FROM regress.dlock_objects();
+CREATE FUNCTION regress.update_from(version text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    DROP EXTENSION dlock;
+    EXECUTE format('CREATE EXTENSION dlock VERSION %L', version);
+    ALTER EXTENSION dlock UPDATE;
+    INSERT INTO regress.upgraded SELECT 'from ' || version, * FROM regress.dlock_objects();
+    RETURN (SELECT extversion FROM pg_extension WHERE extname = 'dlock');
+END $$;
+SELECT v AS from_version, regress.update_from(v) AS updated_to
+  FROM unnest(ARRAY['0.1.0', '0.2.0', '0.3.0']) AS v;
 
 DROP EXTENSION dlock;
 -- Nothing is left behind: no schema, no object, no trigger function.
@@ -65,7 +72,7 @@ SELECT extversion FROM pg_extension WHERE extname = 'dlock';
 
 -- Differences from a fresh install, in either direction, per path: none.
 SELECT p.path, d.side, d.object
-  FROM (VALUES ('from 0.1.0'), ('from 0.2.0')) AS p(path),
+  FROM (SELECT DISTINCT path FROM regress.upgraded) AS p(path),
   LATERAL ((SELECT 'only after update' AS side, u.object, u.definition
               FROM regress.upgraded u WHERE u.path = p.path
             EXCEPT SELECT 'only after update', * FROM regress.dlock_objects())
