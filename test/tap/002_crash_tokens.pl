@@ -5,30 +5,20 @@
 # out before it.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
+use FindBin;
+use lib $FindBin::RealBin;    # DlockTest.pm sits next to the tests
+use DlockTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
-# A slow WAL writer and no background flushes: a commit that does not flush
-# its own WAL is still in shared memory when the postmaster is killed.
-$node->append_conf('postgresql.conf', qq{
-wal_writer_delay = 10s
-wal_writer_flush_after = 0
-autovacuum = off
-checkpoint_timeout = 1h
-});
-$node->start;
-$node->safe_psql('postgres', q{
-CREATE EXTENSION dlock;
-CREATE TABLE jobs (id int PRIMARY KEY, state text NOT NULL,
-                   fence_token bigint NOT NULL DEFAULT 0);
-INSERT INTO jobs (id, state) SELECT g, 'new' FROM generate_series(1, 12) AS g;
-CREATE TABLE canary (x int);
-CHECKPOINT;
-});
+# With a slow WAL writer, a commit that does not flush its own WAL is still
+# in shared memory when the postmaster is killed.
+my $node = new_node('crash', slow_wal_writer => 1);
+create_dlock($node,
+	fenced => { table => 'jobs', column => 'state', value => 'new', rows => 12 },
+	plain => 'canary',
+	checkpoint => 1);
 
 # Three sessions that stay connected through the crash, all asynchronous.
 my @sessions = map { $node->background_psql('postgres') } 1 .. 3;
@@ -117,8 +107,7 @@ push @acked_tokens, $t;
 # Last, work nobody promised to keep: an asynchronous commit that is still
 # in WAL buffers when the postmaster dies.
 $sessions[2]->query_safe(q{INSERT INTO canary VALUES (1)});
-my $unflushed = $sessions[2]->query_safe(
-	q{SELECT pg_current_wal_insert_lsn() - pg_current_wal_flush_lsn()});
+my $unflushed = $sessions[2]->query_safe(WAL_NOT_FLUSHED_SQL);
 note "WAL bytes not flushed just before the crash: $unflushed";
 
 # Every server process, so that the restart waits for all of them to be gone.
@@ -161,12 +150,8 @@ $_->quit for @sessions;
 $node->start;
 
 # Every acknowledged grant, with its token and owner; renewals kept.
-my $expected = join "\n",
-  map { "$_|$acked{$_}[0]|$acked{$_}[1]|held" }
-  sort { (substr($a, 4)) <=> (substr($b, 4)) } keys %acked;
-is($node->safe_psql('postgres', q{SELECT name, token, owner, state FROM dlock.leases
-	ORDER BY substr(name, 5)::int}),
-	$expected, 'every acknowledged grant survived with its token and owner');
+is(lease_rows($node), held_rows(\%acked),
+	'every acknowledged grant survived with its token and owner');
 for my $name (sort keys %renewed)
 {
 	is($node->safe_psql('postgres',
@@ -194,8 +179,8 @@ is($max_acked, 13, 'the largest acknowledged token is 13');
 my @new;
 for my $id (13 .. 18)
 {
-	push @new, $node->safe_psql('postgres', qq{SET synchronous_commit = off;
-SELECT token FROM dlock.try_acquire('job-$id', '1 h', 'after-crash')});
+	push @new, grant_token($node, "job-$id", 'after-crash',
+		before => 'SET synchronous_commit = off;');
 }
 my @not_greater = grep { $_ <= $max_acked } @new;
 is(scalar(@not_greater), 0,
@@ -206,20 +191,17 @@ is($new[0] >> 40, 0, 'a crash is not a new history: tokens stay in epoch 0');
 
 # The holders' state carried over: the same owner's retry gets its token
 # back, another owner gets nothing, and the fences hold against old tokens.
-is($node->safe_psql('postgres',
-	q{SELECT token FROM dlock.try_acquire('job-5', '1 h', 'worker-5')}),
+is(grant_token($node, 'job-5', 'worker-5'),
 	$acked{'job-5'}[0], "job-5: the holder's retry returns its token");
-is($node->safe_psql('postgres',
-	q{SELECT token IS NULL FROM dlock.try_acquire('job-5', '1 h', 'intruder')}),
-	't', 'job-5: still held, another owner is refused');
+is(grant_token($node, 'job-5', 'intruder'),
+	'', 'job-5: still held, another owner is refused');
 my $newest = $new[-1];
 is($node->safe_psql('postgres', qq{SELECT dlock.fenced_update('jobs', $newest,
 	'{"state": "redone"}', '{"id": 1}')}), '1',
 	'a fenced write with a new token passes');
-my ($rc, $stdout, $stderr) = $node->psql('postgres',
-	q{\set VERBOSITY sqlstate
-SELECT dlock.fenced_update('jobs', 12, '{"state": "late"}', '{"id": 1}')});
-like($stderr, qr/LD001/, 'an old token after the new one is refused (LD001)');
+is(sqlstate_of($node, 'postgres',
+	q{SELECT dlock.fenced_update('jobs', 12, '{"state": "late"}', '{"id": 1}')}),
+	'LD001', 'an old token after the new one is refused (LD001)');
 is($node->safe_psql('postgres', 'SELECT state || fence_token FROM jobs WHERE id = 1'),
 	"redone$newest", 'the row keeps the newer write');
 

@@ -7,35 +7,27 @@
 # taken.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
+use FindBin;
+use lib $FindBin::RealBin;    # DlockTest.pm sits next to the tests
+use DlockTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $old = PostgreSQL::Test::Cluster->new('old');
-$old->init;
-$old->start;
+my $old = new_node('old');
 $old->safe_psql('postgres', 'CREATE DATABASE app');
-$old->safe_psql('app', q{
-CREATE EXTENSION dlock;
-CREATE ROLE lease_taker LOGIN;
-CREATE TABLE docs (id int PRIMARY KEY, body text NOT NULL,
-                   fence_token bigint NOT NULL DEFAULT 0);
-INSERT INTO docs (id, body) SELECT g, 'v0' FROM generate_series(1, 4) AS g;
-SELECT dlock.protect('docs');
-});
+$old->safe_psql('app', 'CREATE ROLE lease_taker LOGIN');
+create_dlock($old,
+	db => 'app',
+	fenced => { table => 'docs', column => 'body', value => 'v0', rows => 4 },
+	protect => 1);
 
 # Leases a .. e, tokens 1 .. 5; b is released, d is held by lease_taker.
 my %token;
-for my $name (qw(a b c))
-{
-	$token{$name} = $old->safe_psql('app',
-		qq{SELECT token FROM dlock.try_acquire('$name', '1 h', 'owner-$name')});
-}
+$token{$_} = grant_token($old, $_, "owner-$_", db => 'app') for qw(a b c);
 $old->safe_psql('app', qq{SELECT dlock.release('b', $token{b})});
-$token{d} = $old->safe_psql('app', q{SET ROLE lease_taker;
-SELECT token FROM dlock.try_acquire('d', '1 h', 'owner-d')});
-$token{e} = $old->safe_psql('app',
-	q{SELECT token FROM dlock.try_acquire('e', '1 h', 'owner-e')});
+$token{d} = grant_token($old, 'd', 'owner-d', db => 'app',
+	before => 'SET ROLE lease_taker;');
+$token{e} = grant_token($old, 'e', 'owner-e', db => 'app');
 is(join(',', map { $token{$_} } qw(a b c d e)), '1,2,3,4,5',
 	'five grants got tokens 1..5');
 
@@ -71,11 +63,7 @@ $old->command_ok([ 'pg_dump', '-Fc', '-f', $dump, 'app' ], 'pg_dump -Fc');
 
 # The old database goes on granting after the dump was taken.
 my @after_dump;
-for my $i (1 .. 3)
-{
-	push @after_dump, $old->safe_psql('app',
-		qq{SELECT token FROM dlock.try_acquire('late-$i', '1 h', 'old-db')});
-}
+push @after_dump, grant_token($old, "late-$_", 'old-db', db => 'app') for 1 .. 3;
 is(join(',', @after_dump), '6,7,8', 'the old database granted 6..8 after the dump');
 
 # Checks database $db of $node, restored from the dump; returns the tokens
@@ -94,34 +82,25 @@ sub check_restored
 
 	# The restored leases still bind: the holder's retry keeps its token,
 	# anyone else is refused; the released one can be granted again.
-	is($node->safe_psql($db,
-		q{SELECT token FROM dlock.try_acquire('c', '1 h', 'owner-c')}),
+	is(grant_token($node, 'c', 'owner-c', db => $db),
 		$token{c}, "$where: the holder of c gets its token back");
-	is($node->safe_psql($db,
-		q{SELECT token IS NULL FROM dlock.try_acquire('a', '1 h', 'intruder')}),
-		't', "$where: a is still held");
-	my @new = ($node->safe_psql($db,
-		q{SELECT token FROM dlock.try_acquire('b', '1 h', 'new-owner')}));
-	for my $i (1 .. 2)
-	{
-		push @new, $node->safe_psql($db,
-			qq{SELECT token FROM dlock.try_acquire('new-$i', '1 h', 'new-owner')});
-	}
+	is(grant_token($node, 'a', 'intruder', db => $db),
+		'', "$where: a is still held");
+	my @new = map { grant_token($node, $_, 'new-owner', db => $db) }
+	  qw(b new-1 new-2);
 	is(scalar(grep { $_ <= $max_dumped } @new), 0,
 		"$where: new tokens (@new) are greater than every dumped token");
 	is(join(',', @new), join(',', sort { $a <=> $b } @new),
 		"$where: new tokens keep growing");
 
 	# Fences and the protect trigger came along.
-	my ($rc, $out, $err) = $node->psql($db, qq{\\set VERBOSITY sqlstate
-SELECT dlock.fence('bucket/y', $token{d})});
-	like($err, qr/LD001/, "$where: a fence refuses a token below the dumped one");
-	($rc, $out, $err) = $node->psql($db, qq{\\set VERBOSITY sqlstate
-SELECT dlock.fenced_update('docs', $token{c}, '{"body": "late"}', '{"id": 2}')});
-	like($err, qr/LD001/, "$where: a fenced write below the row's token is refused");
-	($rc, $out, $err) = $node->psql($db, qq{\\set VERBOSITY sqlstate
-UPDATE docs SET fence_token = 1 WHERE id = 2});
-	like($err, qr/LD001/, "$where: the protect trigger refuses to lower a fence");
+	is(sqlstate_of($node, $db, qq{SELECT dlock.fence('bucket/y', $token{d})}),
+		'LD001', "$where: a fence refuses a token below the dumped one");
+	is(sqlstate_of($node, $db, qq{SELECT dlock.fenced_update('docs', $token{c},
+	    '{"body": "late"}', '{"id": 2}')}),
+		'LD001', "$where: a fenced write below the row's token is refused");
+	is(sqlstate_of($node, $db, 'UPDATE docs SET fence_token = 1 WHERE id = 2'),
+		'LD001', "$where: the protect trigger refuses to lower a fence");
 	is($node->safe_psql($db, qq{SELECT dlock.fence('bucket/y', $new[-1]);
 SELECT dlock.fenced_update('docs', $new[-1], '{"body": "v3"}', '{"id": 2}')}),
 		"$new[-1]\n1", "$where: the new token passes the fence and the fenced write");
@@ -133,14 +112,13 @@ $old->safe_psql('postgres', 'CREATE DATABASE app_copy');
 $old->command_ok([ 'pg_restore', '-d', 'app_copy', $dump ],
 	'pg_restore into a new database of the same cluster');
 my @same = check_restored($old, 'app_copy', 'same cluster');
-is($same[0], (2 << 40) + 1, 'same cluster: the first token is 2^41 + 1 (a new epoch)');
+is($same[0], FIRST_NEW_EPOCH_TOKEN,
+	'same cluster: the first token is 2^41 + 1 (a new epoch)');
 is(scalar(grep { $_ <= $after_dump[-1] } @same), 0,
 	'same cluster: new tokens are greater than tokens the old database issued after the dump');
 
 # 2. A new cluster, where role lease_taker does not exist.
-my $new = PostgreSQL::Test::Cluster->new('new');
-$new->init;
-$new->start;
+my $new = new_node('new');
 is($new->safe_psql('postgres',
 	q{SELECT count(*) FROM pg_roles WHERE rolname = 'lease_taker'}),
 	'0', 'the new cluster has no role lease_taker');
@@ -151,7 +129,7 @@ $new->command_checks_all([ 'pg_restore', '-d', 'app', $dump ],
 my @other = check_restored($new, 'app', 'new cluster');
 is($other[0] >> 40, 2,
 	'new cluster: the first token starts a new epoch (token >> 40 = 2)');
-is($other[0], (2 << 40) + 1, 'new cluster: the first token is 2^41 + 1');
+is($other[0], FIRST_NEW_EPOCH_TOKEN, 'new cluster: the first token is 2^41 + 1');
 is(scalar(grep { $_ <= $after_dump[-1] } @other), 0,
 	'new cluster: new tokens are greater than tokens the old database issued after the dump');
 is($new->safe_psql('app', q{SELECT e.system_identifier = s.system_identifier

@@ -11,14 +11,13 @@
 use strict;
 use warnings;
 use Cwd;
+use FindBin;
+use lib $FindBin::RealBin;    # DlockTest.pm sits next to the tests
+use DlockTest;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-
-# The first token issued on a new history by a database whose sequence
-# stood below 2^40: the sequence jumps to 2 * 2^40 (see src/core/fencing.h).
-my $first_new_epoch_token = (2 << 40) + 1;
 
 # Grants leases "$prefix-1" .. "$prefix-$count" on $node, one transaction
 # each, in one session with synchronous_commit = off; returns the tokens.
@@ -54,10 +53,8 @@ sub promote_and_wait
 ############################################################################
 # (a) Asynchronous standby, promoted after missing the last grants.
 ############################################################################
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION dlock');
+my $primary = new_node('primary', init => { allows_streaming => 1 });
+create_dlock($primary);
 my @replayed = grant_many($primary, 'replayed', 2, 'old-primary');
 $primary->backup('base');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
@@ -74,10 +71,8 @@ is($standby->safe_psql('postgres', q{SELECT token FROM dlock.get('streamed-1')})
 for my $write (q{dlock.try_acquire('on-standby', '1 min')},
 	q{dlock.renew('streamed-1', 3)}, q{dlock.release('streamed-1', 3)})
 {
-	my ($out, $err) = ('', '');
-	$standby->psql('postgres', "\\set VERBOSITY sqlstate\nSELECT $write",
-		stdout => \$out, stderr => \$err);
-	like($err, qr/ERROR:  25006/, "(a) $write on the standby: 25006");
+	is(sqlstate_of($standby, 'postgres', "SELECT $write"),
+		'25006', "(a) $write on the standby: 25006");
 }
 
 # Replay paused: grants the standby receives but does not apply yet.
@@ -112,9 +107,9 @@ cmp_ok($seq_last, '<', $max_acked,
 	'(a) the promoted standby\'s sequence is behind the old primary\'s last token');
 
 my @after = grant_many($standby, 'after-failover', 3, 'new-primary');
-is($after[0], $first_new_epoch_token,
+is($after[0], FIRST_NEW_EPOCH_TOKEN,
 	'(a) the first token on the new timeline is 2^41 + 1 (epoch 2)');
-is(join(',', @after), join(',', map { $first_new_epoch_token + $_ } 0 .. 2),
+is(join(',', @after), join(',', map { FIRST_NEW_EPOCH_TOKEN + $_ } 0 .. 2),
 	'(a) tokens go on from there');
 is(scalar(grep { $_ <= $max_acked } @after), 0,
 	"(a) every new token is greater than every token the old primary acknowledged ($max_acked)");
@@ -126,17 +121,12 @@ $standby->stop;
 # (b) Synchronous standby: acknowledged grants survive a failover even from
 #     sessions with synchronous_commit = off.
 ############################################################################
-my $sprimary = PostgreSQL::Test::Cluster->new('sync_primary');
-$sprimary->init(allows_streaming => 1);
-$sprimary->append_conf('postgresql.conf', 'synchronous_commit = on');
-$sprimary->start;
-$sprimary->safe_psql('postgres', q{
-CREATE EXTENSION dlock;
-CREATE TABLE docs (id int PRIMARY KEY, body text NOT NULL,
-                   fence_token bigint NOT NULL DEFAULT 0);
-INSERT INTO docs (id, body) SELECT g, 'v0' FROM generate_series(1, 4) AS g;
-CREATE TABLE plain (x int);
-});
+my $sprimary = new_node('sync_primary',
+	init => { allows_streaming => 1 },
+	conf => 'synchronous_commit = on');
+create_dlock($sprimary,
+	fenced => { table => 'docs', column => 'body', value => 'v0', rows => 4 },
+	plain => 'plain');
 $sprimary->backup('base');
 my $sstandby = PostgreSQL::Test::Cluster->new('sync_standby');
 $sstandby->init_from_backup($sprimary, 'base', has_streaming => 1);
@@ -217,11 +207,8 @@ is(lease_list($sstandby), 'waited=1',
 $sprimary->stop('immediate');
 promote_and_wait($sstandby);
 
-my $expected = join "\n", map { "$_|$acked{$_}[0]|$acked{$_}[1]|held" }
-  sort { $acked{$a}[0] <=> $acked{$b}[0] } keys %acked;
-is($sstandby->safe_psql('postgres',
-	q{SELECT name, token, owner, state FROM dlock.leases ORDER BY token}),
-	$expected, '(b) every acknowledged grant is on the promoted standby, with token and owner');
+is(lease_rows($sstandby), held_rows(\%acked),
+	'(b) every acknowledged grant is on the promoted standby, with token and owner');
 is($sstandby->safe_psql('postgres',
 	q{SELECT expires_at FROM dlock.leases WHERE name = 'doc-1'}),
 	$expires, '(b) the renewal is there too');
@@ -233,16 +220,16 @@ is($sstandby->safe_psql('postgres', 'SELECT count(*) FROM plain'), '1',
 	'(b) the plain write made while the standby was down came along');
 
 my @new = grant_many($sstandby, 'after-failover', 3, 'new-primary');
-is($new[0], $first_new_epoch_token,
+is($new[0], FIRST_NEW_EPOCH_TOKEN,
 	'(b) the first token on the new timeline is 2^41 + 1');
 is(scalar(grep { $_ <= 10 } @new), 0,
 	'(b) every new token is greater than every acknowledged one');
 is($sstandby->safe_psql('postgres', qq{SELECT dlock.fenced_update('docs', $new[0],
 	'{"body": "v2"}', '{"id": 1}')}), '1',
 	'(b) a new token passes the fence of a row written on the old primary');
-my ($rc, $stdout, $stderr) = $sstandby->psql('postgres', qq{\\set VERBOSITY sqlstate
-SELECT dlock.fenced_update('docs', $acked{'doc-1'}[0], '{"body": "stale"}', '{"id": 1}')});
-like($stderr, qr/LD001/, '(b) the old token is refused after it (LD001)');
+is(sqlstate_of($sstandby, 'postgres', qq{SELECT dlock.fenced_update('docs',
+    $acked{'doc-1'}[0], '{"body": "stale"}', '{"id": 1}')}),
+	'LD001', '(b) the old token is refused after it (LD001)');
 $sstandby->stop;
 
 ############################################################################
@@ -251,15 +238,14 @@ $sstandby->stop;
 # The archive is named by an absolute path: the archiver runs in the data
 # directory, and the test's own directories are relative unless TESTDIR is
 # set.
-my $origin = PostgreSQL::Test::Cluster->new('origin');
-$origin->init(allows_streaming => 1);
+my $origin = new_node('origin', init => { allows_streaming => 1 }, start => 0);
 my $archive = Cwd::abs_path($origin->archive_dir);
 $origin->append_conf('postgresql.conf', qq{
 archive_mode = on
 archive_command = 'cp "%p" "$archive/%f"'
 });
 $origin->start;
-$origin->safe_psql('postgres', 'CREATE EXTENSION dlock');
+create_dlock($origin);
 my @kept = grant_many($origin, 'in-backup', 3, 'origin');
 $origin->backup('base');
 push @kept, grant_many($origin, 'in-archive', 2, 'origin');
@@ -290,7 +276,7 @@ is(lease_list($pitr),
 cmp_ok($pitr->safe_psql('postgres', 'SELECT last_value FROM dlock.token_seq'),
 	'<', 45, '(c) the recovered sequence is behind the last token issued');
 my @reissued = grant_many($pitr, 'after-pitr', 2, 'recovered');
-is($reissued[0], $first_new_epoch_token,
+is($reissued[0], FIRST_NEW_EPOCH_TOKEN,
 	'(c) the first token after the recovery is 2^41 + 1');
 is(scalar(grep { $_ <= 45 } @reissued), 0,
 	'(c) every new token is greater than every token issued before, the lost ones included');
