@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs every dlock test suite on a fresh throwaway cluster: pg_regress and
-# isolation specs, GoogleTest unit tests and libpq stress tests, and the TAP
-# tests (crash and restart, each on clusters of their own).
+# Runs every dlock test suite on a fresh throwaway cluster: the static
+# checks, pg_regress and isolation specs, GoogleTest unit tests and libpq
+# stress tests, and the TAP tests (crash and restart, each on clusters of
+# their own). Everything is compiled with warnings as errors.
 # Usage: bash scripts/test.sh   (as root, or as a user with sudo)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ensure_packages
-build_and_install DLOCK_TESTING=1
+build_and_install DLOCK_TESTING=1 WERROR=1
 start_cluster
 
 passed=0
@@ -22,6 +23,11 @@ suite() {
     failed=$((failed + 1))
     failed_names="$failed_names $name"
   fi
+}
+
+static_checks() {
+  bash "$DLOCK_ROOT/scripts/check-boundary.sh" &&
+    bash "$DLOCK_ROOT/scripts/check-released-scripts.sh"
 }
 
 regress() {
@@ -56,6 +62,7 @@ tap() {
   rm -rf "$dir"
 }
 
+suite "static checks" static_checks
 suite "pg_regress + isolation" regress
 suite "googletest (unit + libpq stress)" googletest
 suite "tap" tap
