@@ -7,7 +7,7 @@
 #include "intervals.h"
 #include "lease_row.h"
 #include "lease_value.h"
-#include "owner_spi.h"
+#include "spi.h"
 #include "release.h"
 #include "settings.h"
 

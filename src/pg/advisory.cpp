@@ -6,7 +6,7 @@
 #include "args.h"
 #include "boundary.h"
 #include "intervals.h"
-#include "owner_spi.h"
+#include "spi.h"
 
 namespace dlock::pg {
 namespace {

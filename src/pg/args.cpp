@@ -1,4 +1,3 @@
-
 #include "args.h"
 #include "boundary.h"
 #include "default_owner.h"

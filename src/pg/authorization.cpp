@@ -1,4 +1,3 @@
-
 #include "authorization.h"
 #include "boundary.h"
 

@@ -1,4 +1,3 @@
-
 #include "boundary.h"
 
 namespace dlock::pg {

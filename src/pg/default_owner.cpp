@@ -1,6 +1,5 @@
-
-#include "boundary.h"
 #include "default_owner.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 

@@ -3,7 +3,7 @@
 
 #include "args.h"
 #include "boundary.h"
-#include "owner_spi.h"
+#include "spi.h"
 #include "tokens.h"
 
 namespace dlock::pg {

@@ -1,6 +1,5 @@
-
-#include "boundary.h"
 #include "fence_target.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 

@@ -6,6 +6,7 @@
 #include "args.h"
 #include "boundary.h"
 #include "fence_target.h"
+#include "spi.h"
 #include "tokens.h"
 
 namespace dlock::pg {
@@ -132,19 +133,16 @@ SqlText build_sql(const char* target, const char* fence_column,
   return out;
 }
 
+// Runs one of the statements as the caller; with `highest`, reads the
+// count and highest fence it selects.
 int64 run_counted(const char* sql, Datum* args, int64* highest) {
   Oid types[3] = {INT8OID, JSONBOID, JSONBOID};
-  int rc = SPI_execute_with_args(sql, 3, types, args, nullptr, false, 0);
-  if (rc < 0) {
-    elog(ERROR, "dlock: fenced update failed: %s", SPI_result_code_string(rc));
-  }
-  if (highest == nullptr) return static_cast<int64>(SPI_processed);
+  uint64 rows = run_statement(sql, 3, types, args);
+  if (highest == nullptr) return static_cast<int64>(rows);
   bool count_null;
   bool max_null;
-  int64 count = DatumGetInt64(SPI_getbinval(
-      SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &count_null));
-  Datum max =
-      SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &max_null);
+  int64 count = DatumGetInt64(result_value(0, 1, &count_null));
+  Datum max = result_value(0, 2, &max_null);
   *highest = max_null ? 0 : DatumGetInt64(max);
   return count;
 }
@@ -220,7 +218,7 @@ DLOCK_FUNCTION(dlock_fenced_update) {
   // Runs as the caller: GRANTs and row-level security apply.
   Datum args[3] = {Int64GetDatum(token), JsonbPGetDatum(changes),
                    JsonbPGetDatum(match)};
-  if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "dlock: SPI_connect failed");
+  spi_connect();
   int64 updated = run_counted(sql.update, args, nullptr);
   // Any matching row a newer holder wrote makes the whole write stale: the
   // error also undoes the rows this UPDATE did change.

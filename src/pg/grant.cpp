@@ -1,9 +1,8 @@
-
+#include "grant.h"
 #include "args.h"
 #include "authorization.h"
 #include "durability.h"
 #include "gate.h"
-#include "grant.h"
 #include "intervals.h"
 #include "lease_row.h"
 #include "settings.h"

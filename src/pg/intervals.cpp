@@ -1,7 +1,9 @@
+// C++ headers before PostgreSQL's (see pg_headers.h).
 #include <string>
 
-#include "boundary.h"
 #include "intervals.h"
+
+#include "boundary.h"
 
 namespace dlock::pg {
 

@@ -1,7 +1,6 @@
-
-#include "intervals.h"
 #include "lease_row.h"
-#include "owner_spi.h"
+#include "intervals.h"
+#include "spi.h"
 #include "relations.h"
 #include "tokens.h"
 

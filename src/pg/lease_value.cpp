@@ -1,5 +1,5 @@
-#include "intervals.h"
 #include "lease_value.h"
+#include "intervals.h"
 
 namespace dlock::pg {
 

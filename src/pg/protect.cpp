@@ -5,6 +5,7 @@
 #include "args.h"
 #include "boundary.h"
 #include "fence_target.h"
+#include "spi.h"
 #include "tokens.h"
 
 namespace dlock::pg {
@@ -18,11 +19,8 @@ const char* qualified_name(Relation rel) {
 
 // Runs a DDL statement as the caller, with the caller's privileges.
 void run_ddl(const char* sql) {
-  if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "dlock: SPI_connect failed");
-  int rc = SPI_execute(sql, false, 0);
-  if (rc < 0) {
-    elog(ERROR, "dlock: %s failed: %s", sql, SPI_result_code_string(rc));
-  }
+  spi_connect();
+  run_statement(sql, 0, nullptr, nullptr);
   SPI_finish();
 }
 

@@ -1,4 +1,3 @@
-
 #include "release.h"
 #include "settings.h"
 

@@ -1,7 +1,6 @@
-
-#include "owner_spi.h"
-#include "relations.h"
 #include "tokens.h"
+#include "spi.h"
+#include "relations.h"
 
 namespace dlock::pg {
 

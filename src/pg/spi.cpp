@@ -1,4 +1,4 @@
-#include "owner_spi.h"
+#include "spi.h"
 
 #include "relations.h"
 
@@ -13,7 +13,7 @@ OwnerSpi owner_spi_connect() {
   if (!HeapTupleIsValid(tup)) elog(ERROR, "dlock: lease_store is missing");
   Oid table_owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
   ReleaseSysCache(tup);
-  if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "dlock: SPI_connect failed");
+  spi_connect();
   SetUserIdAndSecContext(table_owner,
                          spi.saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
   return spi;
@@ -22,6 +22,18 @@ OwnerSpi owner_spi_connect() {
 void owner_spi_finish(const OwnerSpi& spi) {
   SetUserIdAndSecContext(spi.saved_user, spi.saved_sec_context);
   SPI_finish();
+}
+
+void spi_connect() {
+  if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "dlock: SPI_connect failed");
+}
+
+uint64 run_statement(const char* sql, int nargs, Oid* types, Datum* args) {
+  int rc = SPI_execute_with_args(sql, nargs, types, args, nullptr, false, 0);
+  if (rc < 0) {
+    elog(ERROR, "dlock: statement failed: %s", SPI_result_code_string(rc));
+  }
+  return SPI_processed;
 }
 
 uint64 run_plan(SavedPlan& plan, const Datum* args, const char* nulls) {

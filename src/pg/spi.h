@@ -1,8 +1,9 @@
-// SPI statements run as the owner of dlock's tables, so that callers need
-// no privileges on them (and get none), with plans saved on first use.
-// Every reference in a saved statement is schema-qualified, operators
-// included, so the caller's search_path cannot redirect it. The plans live
-// next to the SQL functions that run them.
+// SPI as dlock uses it. Statements on dlock's own tables run as their
+// owner, so that callers need no privileges on them (and get none), with
+// plans saved on first use; the plans live next to the SQL functions that
+// run them. Statements on the caller's tables (fenced_update, protect) run
+// as the caller. Every reference is schema-qualified, operators included,
+// so the caller's search_path cannot redirect it.
 #pragma once
 
 #include "boundary.h"
@@ -35,6 +36,13 @@ DLOCK_PLAIN_STRUCT(SavedPlan);
 // Runs the plan (inside owner_spi_connect/finish); nulls[i] is 'n' for a
 // NULL argument, ' ' otherwise. Returns the rows processed.
 uint64 run_plan(SavedPlan& plan, const Datum* args, const char* nulls);
+
+// Connects to SPI as the current user; pair with SPI_finish().
+void spi_connect();
+
+// Runs a one-off statement in an open SPI connection, as the current user;
+// returns the rows processed.
+uint64 run_statement(const char* sql, int nargs, Oid* types, Datum* args);
 
 // Column `column` (from 1) of result row `row` (from 0); NULL sets *isnull.
 Datum result_value(uint64 row, int column, bool* isnull);
