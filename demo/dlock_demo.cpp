@@ -29,9 +29,6 @@
 // its hold as 'lost', which the timeline and the checks treat like a
 // killed hold (it ended at its expiry).
 #include <signal.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,15 +36,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
-#include <new>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "forked_workers.h"
 #include "pg_client.h"
 
 namespace {
@@ -74,39 +70,19 @@ std::string app_name(int id) { return "dlock-demo " + worker_name(id); }
 
 // ------------------------------------------------------------------ shared
 // What each worker is doing, in memory shared by all processes (lock-free
-// atomics work across processes). Slot 0 is unused; workers are 1..kWorkers.
+// atomics work across processes). Workers are 1..kWorkers.
 
 struct Slot {
   std::atomic<std::int64_t> token{0};          // held while preparing, else 0
-  std::atomic<std::int64_t> work_began_ns{0};  // steady clock
+  std::atomic<std::int64_t> work_began_ns{0};  // forked::now_ns()
 };
 
 struct Shared {
-  Slot slots[kWorkers + 1];
+  Slot slots[kWorkers];
+  Slot& of(int worker) { return slots[worker - 1]; }
 };
 
-Shared* map_shared() {
-  void* p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
-                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    std::perror("mmap");
-    std::exit(2);
-  }
-  return new (p) Shared();
-}
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             Clock::now().time_since_epoch())
-      .count();
-}
-
 // ------------------------------------------------------------------ worker
-
-volatile sig_atomic_t g_stop = 0;
-pid_t g_director = 0;  // set before the workers are forked
-
-void on_sigterm(int) { g_stop = 1; }
 
 // Writes the report through dlock.fenced_update() with the hold's token and
 // records the outcome in the hold's row. The row accepts the write only if
@@ -149,14 +125,6 @@ void write_report(pgc::Connection& c, const std::string& owner,
 }
 
 void run_worker(int id, Slot& slot) {
-  struct sigaction sa = {};
-  sa.sa_handler = on_sigterm;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  // Stop too if the director dies; it may have died before this call.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() != g_director) g_stop = 1;
-
   // Opened after the fork: a libpq connection must never be shared
   // between processes.
   pgc::Connection c("application_name='" + app_name(id) + "'");
@@ -166,7 +134,7 @@ void run_worker(int id, Slot& slot) {
   std::uniform_int_distribution<int> work_ms(kWorkMinMs, kWorkMaxMs);
   std::uniform_int_distribution<int> rest_ms(50, 150);
 
-  while (!g_stop) {
+  while (!forked::stop_requested()) {
     // Grant and record in one transaction: if this process dies before
     // COMMIT, neither the lease nor the record exists.
     c.exec("BEGIN");
@@ -189,7 +157,7 @@ void run_worker(int id, Slot& slot) {
     // Prepare the report. A holder paused here (SIGSTOP) wakes up believing
     // it still holds the lease and goes on to write.
     slot.token = std::stoll(token);
-    slot.work_began_ns = now_ns();
+    slot.work_began_ns = forked::now_ns();
     std::this_thread::sleep_for(milliseconds(work_ms(rng)));
     slot.token = 0;
 
@@ -214,30 +182,7 @@ void run_worker(int id, Slot& slot) {
   }
 }
 
-// Runs in the forked child and never returns: _exit() skips the parent's
-// atexit handlers and stdio buffers, which belong to the parent.
-[[noreturn]] void worker_main(int id, Slot& slot) {
-  int code = 0;
-  try {
-    run_worker(id, slot);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", worker_name(id).c_str(), e.what());
-    code = 1;
-  }
-  _exit(code);
-}
-
 // ------------------------------------------------------------------ director
-
-struct Worker {
-  int id = 0;
-  pid_t pid = 0;
-  bool running = false;
-  bool killed_by_scene = false;
-  bool paused = false;  // stopped with SIGSTOP, not yet resumed
-  bool forced = false;  // did not stop when asked
-  int status = 0;       // from waitpid, once it has ended
-};
 
 // The holder a scene acts on.
 struct Holder {
@@ -263,14 +208,6 @@ class Director {
       : shared_(shared), t0_(std::move(t0)), began_(Clock::now()) {}
   Director(const Director&) = delete;
   Director& operator=(const Director&) = delete;
-  // If the director fails midway, no worker outlives it.
-  ~Director() {
-    for (Worker& w : workers_) {
-      if (!w.running) continue;
-      kill(w.pid, SIGKILL);
-      waitpid(w.pid, &w.status, 0);
-    }
-  }
 
   int run();
 
@@ -289,7 +226,8 @@ class Director {
   bool kill_holder(const Holder& victim);
   bool pause_holder(const Holder& victim);
   void resume_paused_holder(const Holder& victim);
-  void resume(Worker& w);
+  // The harness counts workers from 0, the demo from 1.
+  const forked::Worker& worker(int id) const { return workers_[id - 1]; }
   void wait_for_backend_exit(int worker);
   void wait_for_takeover(const Holder& victim);
 
@@ -319,7 +257,8 @@ class Director {
   Shared& shared_;
   std::string t0_;  // server clock at the start; timeline offsets use it
   Clock::time_point began_;
-  std::vector<Worker> workers_;
+  // If the director fails midway, no worker outlives it.
+  forked::Workers workers_{[](int index) { return worker_name(index + 1); }};
   std::optional<pgc::Connection> db_;
   int scenes_hit_ = 0;
   int scenes_planned_ = 0;
@@ -340,24 +279,14 @@ class Director {
 };
 
 void Director::start_workers() {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  g_director = getpid();
-  for (int id = 1; id <= kWorkers; ++id) {
-    pid_t pid = fork();
-    if (pid < 0) {
-      std::perror("fork");
-      std::exit(2);
-    }
-    if (pid == 0) worker_main(id, shared_.slots[id]);
-    Worker w;
-    w.id = id;
-    w.pid = pid;
-    w.running = true;
-    workers_.push_back(w);
-  }
+  workers_.start(
+      kWorkers,
+      [this](int index) { run_worker(index + 1, shared_.of(index + 1)); },
+      SIGTERM);  // a worker outliving the director finishes its hold first
   std::string pids;
-  for (const Worker& w : workers_) pids += " " + std::to_string(w.pid);
+  for (int i = 0; i < workers_.size(); ++i) {
+    pids += " " + std::to_string(workers_[i].pid);
+  }
   say("started " + worker_name(1) + " .. " + worker_name(kWorkers) +
       ", pids" + pids);
 }
@@ -366,40 +295,35 @@ void Director::start_workers() {
 // dlock.leases view says who holds the lease (owner "worker-N"); the
 // worker's slot says how long ago it began working.
 bool Director::find_fresh_holder(Holder& out, milliseconds give_up_after) {
-  auto give_up = Clock::now() + give_up_after;
-  while (Clock::now() < give_up) {
+  return forked::poll_until(give_up_after, milliseconds(2), [&] {
     pgc::Result r = db_->exec(
         "SELECT owner, token FROM dlock.leases"
         " WHERE name = $1 AND state = 'held'",
         kLease);
-    if (r.rows() == 1) {
-      const std::string owner = r.value(0, 0);
-      const std::int64_t token = r.int64(0, 1);
-      for (const Worker& w : workers_) {
-        const Slot& slot = shared_.slots[w.id];
-        if (w.running && owner == worker_name(w.id) && slot.token == token &&
-            now_ns() - slot.work_began_ns <
-                std::chrono::nanoseconds(kFreshHold).count()) {
-          out = Holder{w.id, token};
-          return true;
-        }
+    if (r.rows() != 1) return false;
+    const std::string owner = r.value(0, 0);
+    const std::int64_t token = r.int64(0, 1);
+    for (int id = 1; id <= kWorkers; ++id) {
+      const Slot& slot = shared_.of(id);
+      if (worker(id).running && owner == worker_name(id) &&
+          slot.token == token &&
+          forked::now_ns() - slot.work_began_ns <
+              std::chrono::nanoseconds(kFreshHold).count()) {
+        out = Holder{id, token};
+        return true;
       }
     }
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  return false;
+    return false;
+  });
 }
 
 // Scene: SIGKILL the holder. Nothing releases its lease; it must expire.
 bool Director::kill_holder(const Holder& victim) {
-  Worker& w = workers_[victim.worker - 1];
-  w.killed_by_scene = true;
-  kill(w.pid, SIGKILL);
-  waitpid(w.pid, &w.status, 0);
-  w.running = false;
+  const int id = victim.worker;
+  workers_.kill(id - 1);
   // The server notices the lost client on its own; wait for that so that
   // nothing the worker sent can still change the lease or its record.
-  wait_for_backend_exit(w.id);
+  wait_for_backend_exit(id);
 
   pgc::Result lease = db_->exec(
       "SELECT token, state, expires_at FROM dlock.leases WHERE name = $1",
@@ -413,11 +337,11 @@ bool Director::kill_holder(const Holder& victim) {
              victim.token)
           .affected();
   if (!still_held || marked != 1) {
-    say(worker_name(w.id) + " had already let go of token " +
+    say(worker_name(id) + " had already let go of token " +
         std::to_string(victim.token) + " when it died");
     return false;
   }
-  say(worker_name(w.id) + " (pid " + std::to_string(w.pid) +
+  say(worker_name(id) + " (pid " + std::to_string(worker(id).pid) +
       ") killed with SIGKILL while holding token " +
       std::to_string(victim.token));
   say("its lease is not released: it stays held until it expires at " +
@@ -429,16 +353,11 @@ bool Director::kill_holder(const Holder& victim) {
 // garbage-collection pause would. Its lease runs out while it is stopped;
 // it keeps believing it holds it.
 bool Director::pause_holder(const Holder& victim) {
-  Worker& w = workers_[victim.worker - 1];
-  kill(w.pid, SIGSTOP);
-  int status = 0;
-  if (waitpid(w.pid, &status, WUNTRACED) != w.pid || !WIFSTOPPED(status)) {
-    w.status = status;
-    w.running = false;
-    say(worker_name(w.id) + " ended before it could be paused");
+  const int id = victim.worker;
+  if (!workers_.pause(id - 1)) {
+    say(worker_name(id) + " ended before it could be paused");
     return false;
   }
-  w.paused = true;
   paused_at_ = Clock::now();
   // It is stopped, so its slot cannot change: is it still preparing the
   // write of this hold, and is the lease still its own?
@@ -447,13 +366,13 @@ bool Director::pause_holder(const Holder& victim) {
       kLease);
   bool still_held = lease.rows() == 1 && lease.int64(0, 0) == victim.token &&
                     lease.value(0, 1) == "held";
-  if (shared_.slots[w.id].token != victim.token || !still_held) {
-    resume(w);
-    say(worker_name(w.id) + " had already sent its write for token " +
+  if (shared_.of(id).token != victim.token || !still_held) {
+    workers_.resume(id - 1);
+    say(worker_name(id) + " had already sent its write for token " +
         std::to_string(victim.token) + " when paused; resumed it at once");
     return false;
   }
-  say(worker_name(w.id) + " (pid " + std::to_string(w.pid) +
+  say(worker_name(id) + " (pid " + std::to_string(worker(id).pid) +
       ") paused with SIGSTOP while holding token " +
       std::to_string(victim.token) + ", before sending its fenced write");
   say("it still believes it holds the lease, which expires at " +
@@ -461,23 +380,16 @@ bool Director::pause_holder(const Holder& victim) {
   return true;
 }
 
-void Director::resume(Worker& w) {
-  if (!w.paused) return;
-  kill(w.pid, SIGCONT);
-  w.paused = false;
-}
-
 // After the takeover: wait for the newer holder's fenced write, resume the
 // paused holder (by then paused longer than its ttl) and show its write
 // being rejected and the report row it could not touch.
 void Director::resume_paused_holder(const Holder& victim) {
-  Worker& w = workers_[victim.worker - 1];
+  const int id = victim.worker;
   PauseOutcome out;
-  out.worker = w.id;
+  out.worker = id;
   out.token = victim.token;
 
-  auto give_up = Clock::now() + milliseconds(5'000);
-  while (Clock::now() < give_up) {
+  forked::poll_until(milliseconds(5'000), milliseconds(2), [&] {
     pgc::Result r = db_->exec(
         "SELECT worker, token,"
         "       to_char(extract(epoch FROM wrote_at - $2::timestamptz),"
@@ -486,52 +398,47 @@ void Director::resume_paused_holder(const Holder& victim) {
         " WHERE token > $1 AND wrote = 'accepted'"
         " ORDER BY token LIMIT 1",
         victim.token, t0_);
-    if (r.rows() == 1) {
-      out.newer_worker = static_cast<int>(r.int64(0, 0));
-      out.newer_token = r.int64(0, 1);
-      say(worker_name(out.newer_worker) +
-          " wrote the report with dlock.fenced_update(..., token " +
-          r.value(0, 1) + ", ...): accepted at +" + r.value(0, 2) +
-          " s; the row's fence_token is now " + r.value(0, 1));
-      break;
-    }
-    std::this_thread::sleep_for(milliseconds(2));
-  }
+    if (r.rows() != 1) return false;
+    out.newer_worker = static_cast<int>(r.int64(0, 0));
+    out.newer_token = r.int64(0, 1);
+    say(worker_name(out.newer_worker) +
+        " wrote the report with dlock.fenced_update(..., token " +
+        r.value(0, 1) + ", ...): accepted at +" + r.value(0, 2) +
+        " s; the row's fence_token is now " + r.value(0, 1));
+    return true;
+  });
   if (out.newer_token == 0) say("no newer holder wrote the report within 5 s");
 
   // Paused for longer than its ttl (in practice it already is: the newer
   // holder could only take over once the lease had expired).
   std::this_thread::sleep_until(paused_at_ + kTtlDuration + milliseconds(1));
-  resume(w);
+  workers_.resume(id - 1);
   out.paused_s =
       std::chrono::duration<double>(Clock::now() - paused_at_).count();
   char paused_for[32];
   std::snprintf(paused_for, sizeof paused_for, "%.2f", out.paused_s);
-  say(worker_name(w.id) + " resumed with SIGCONT after " + paused_for +
+  say(worker_name(id) + " resumed with SIGCONT after " + paused_for +
       " s paused (ttl " + kTtl + "); unaware, it sends its fenced write"
       " with token " + std::to_string(victim.token));
 
   // Its write's outcome, read together with the report row in one snapshot.
-  give_up = Clock::now() + milliseconds(5'000);
   std::string error;
-  while (Clock::now() < give_up) {
+  forked::poll_until(milliseconds(5'000), milliseconds(2), [&] {
     pgc::Result r = db_->exec(
         "SELECT h.wrote, coalesce(h.write_error, ''),"
         "       r.fence_token, coalesce(r.written_by, '')"
         "  FROM dlock_demo.holds AS h, dlock_demo.report AS r"
         " WHERE h.token = $1 AND h.wrote IS NOT NULL AND r.name = $2",
         victim.token, kLease);
-    if (r.rows() == 1) {
-      out.wrote = r.value(0, 0);
-      error = r.value(0, 1);
-      out.row_fence = r.isnull(0, 2) ? 0 : r.int64(0, 2);
-      out.row_written_by = r.value(0, 3);
-      break;
-    }
-    std::this_thread::sleep_for(milliseconds(2));
-  }
+    if (r.rows() != 1) return false;
+    out.wrote = r.value(0, 0);
+    error = r.value(0, 1);
+    out.row_fence = r.isnull(0, 2) ? 0 : r.int64(0, 2);
+    out.row_written_by = r.value(0, 3);
+    return true;
+  });
   if (out.wrote == "rejected") {
-    say(worker_name(w.id) + "'s fenced_update with token " +
+    say(worker_name(id) + "'s fenced_update with token " +
         std::to_string(victim.token) + " was REJECTED: SQLSTATE LD001");
     std::size_t nl = error.find('\n');
     std::printf("             ERROR:  %s\n", error.substr(0, nl).c_str());
@@ -539,9 +446,9 @@ void Director::resume_paused_holder(const Holder& victim) {
       std::printf("             DETAIL:  %s\n", error.substr(nl + 1).c_str());
     }
   } else if (out.wrote.empty()) {
-    say(worker_name(w.id) + " did not report its write within 5 s");
+    say(worker_name(id) + " did not report its write within 5 s");
   } else {
-    say(worker_name(w.id) + "'s fenced write with token " +
+    say(worker_name(id) + "'s fenced write with token " +
         std::to_string(victim.token) + " ended '" + out.wrote +
         "', but it should have been rejected");
   }
@@ -551,7 +458,7 @@ void Director::resume_paused_holder(const Holder& victim) {
                 " never reached it.\n\n",
                 worker_name(out.newer_worker).c_str(),
                 static_cast<long long>(out.newer_token),
-                worker_name(w.id).c_str());
+                worker_name(id).c_str());
   } else {
     std::printf("  The row holds a write with token %lld by %s.\n\n",
                 static_cast<long long>(out.row_fence),
@@ -562,59 +469,38 @@ void Director::resume_paused_holder(const Holder& victim) {
 }
 
 void Director::wait_for_backend_exit(int worker) {
-  auto give_up = Clock::now() + milliseconds(5'000);
-  while (Clock::now() < give_up) {
-    if (db_->exec("SELECT count(*) FROM pg_stat_activity"
-                  " WHERE application_name = $1",
-                  app_name(worker))
-            .int64(0, 0) == 0) {
-      return;
-    }
-    std::this_thread::sleep_for(milliseconds(5));
+  bool gone = forked::poll_until(milliseconds(5'000), milliseconds(5), [&] {
+    return db_->exec("SELECT count(*) FROM pg_stat_activity"
+                     " WHERE application_name = $1",
+                     app_name(worker))
+               .int64(0, 0) == 0;
+  });
+  if (!gone) {
+    say("warning: the server still serves " + worker_name(worker) +
+        "'s connection");
   }
-  say("warning: the server still serves " + worker_name(worker) +
-      "'s connection");
 }
 
 void Director::wait_for_takeover(const Holder& victim) {
-  auto give_up = Clock::now() + milliseconds(5'000);
-  while (Clock::now() < give_up) {
+  bool taken = forked::poll_until(milliseconds(5'000), milliseconds(2), [&] {
     pgc::Result r = db_->exec(
         "SELECT owner, token, acquired_at FROM dlock.leases"
         " WHERE name = $1 AND token > $2",
         kLease, victim.token);
-    if (r.rows() == 1) {
-      say(r.value(0, 0) + " took over with token " + r.value(0, 1) + " at " +
-          offset(r.value(0, 2)));
-      return;
-    }
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  say("nobody took over within 5 s");
+    if (r.rows() != 1) return false;
+    say(r.value(0, 0) + " took over with token " + r.value(0, 1) + " at " +
+        offset(r.value(0, 2)));
+    return true;
+  });
+  if (!taken) say("nobody took over within 5 s");
 }
 
 void Director::stop_workers() {
   say("time is up: asking the workers to finish their current hold and stop");
-  for (Worker& w : workers_) {
-    if (!w.running) continue;
-    resume(w);
-    kill(w.pid, SIGTERM);
-  }
-  auto give_up = Clock::now() + milliseconds(10'000);
-  for (Worker& w : workers_) {
-    while (w.running) {
-      pid_t done = waitpid(w.pid, &w.status, WNOHANG);
-      if (done == w.pid) {
-        w.running = false;
-      } else if (Clock::now() > give_up) {
-        say(worker_name(w.id) + " does not stop; killing it");
-        kill(w.pid, SIGKILL);
-        waitpid(w.pid, &w.status, 0);
-        w.running = false;
-        w.forced = true;
-      } else {
-        std::this_thread::sleep_for(milliseconds(10));
-      }
+  workers_.stop_all(milliseconds(10'000));
+  for (int id = 1; id <= kWorkers; ++id) {
+    if (worker(id).forced) {
+      say(worker_name(id) + " did not stop within 10 s; killed it");
     }
   }
 }
@@ -660,11 +546,11 @@ int Director::run() {
   bool ok = run_checks();
 
   // Workers that were not killed by a scene must have exited cleanly.
-  for (const Worker& w : workers_) {
-    bool clean = WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0;
-    if (!w.killed_by_scene && (w.forced || !clean)) {
+  for (int id = 1; id <= kWorkers; ++id) {
+    const forked::Worker& w = worker(id);
+    if (!w.killed && (w.forced || !w.exited_cleanly())) {
       std::printf("  [FAILED] %s ended abnormally (see its message above)\n",
-                  worker_name(w.id).c_str());
+                  worker_name(id).c_str());
       ok = false;
     }
   }
@@ -968,7 +854,7 @@ std::string set_up_database() {
 int main() {
   try {
     std::string t0 = set_up_database();
-    Shared* shared = map_shared();
+    forked::SharedMemory<Shared> shared;
     Director director(*shared, t0);
     return director.run();
   } catch (const std::exception& e) {
