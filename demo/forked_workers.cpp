@@ -107,6 +107,7 @@ void Workers::run_child(int index, const std::function<void(int)>& body,
 
 bool Workers::pause(int index) {
   Worker& w = workers_[index];
+  if (!w.running) return false;
   ::kill(w.pid, SIGSTOP);
   int status = 0;
   if (waitpid(w.pid, &status, WUNTRACED) != w.pid || !WIFSTOPPED(status)) {
@@ -120,14 +121,16 @@ bool Workers::pause(int index) {
 
 void Workers::resume(int index) {
   Worker& w = workers_[index];
-  if (!w.paused) return;
+  if (!w.running || !w.paused) return;
   ::kill(w.pid, SIGCONT);
   w.paused = false;
 }
 
 void Workers::kill(int index) {
-  end(workers_[index]);
-  workers_[index].killed = true;
+  Worker& w = workers_[index];
+  if (!w.running) return;
+  end(w);
+  w.killed = true;
 }
 
 void Workers::end(Worker& w) {

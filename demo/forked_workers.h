@@ -64,8 +64,8 @@ class SharedMemory {
   T* p_;
 };
 
-// In a worker: true once the parent has asked it to stop (SIGTERM, see
-// Workers::stop_all); the worker should finish its round and return.
+// In a worker: true once it got SIGTERM, from Workers::stop_all or as its
+// parent-death signal; the worker should finish its round and return.
 bool stop_requested();
 
 struct Worker {
@@ -98,6 +98,8 @@ class Workers {
   void start(int count, const std::function<void(int index)>& body,
              int parent_death);
 
+  // These act only on a worker not yet reaped: its pid may since have
+  // been given to another process.
   // SIGSTOP, and waits until the worker has stopped; false (and the
   // worker reaped) if it ended instead.
   bool pause(int index);
