@@ -38,21 +38,13 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <exception>
 #include <iostream>
 #include <map>
-#include <new>
 #include <optional>
 #include <random>
 #include <set>
@@ -61,6 +53,7 @@
 #include <utility>
 #include <vector>
 
+#include "forked_workers.h"
 #include "pg_client.h"
 
 namespace {
@@ -115,27 +108,19 @@ struct Write {
 struct Slot {
   std::atomic<int> phase{kIdle};
   std::atomic<std::int64_t> token{0};         // the lease held, else 0
-  std::atomic<std::int64_t> work_ends_ns{0};  // steady clock
+  std::atomic<std::int64_t> work_ends_ns{0};  // forked::now_ns()
   std::atomic<int> writes_done{0};            // writes[0, writes_done) are final
   Write writes[kMaxWritesPerWorker];
   std::atomic<std::int64_t> holds{0};
   std::atomic<std::int64_t> timeouts{0};  // acquire raised 55P03
-  char error[512] = {};                   // why the worker failed, if it did
 };
 
 struct Shared {
-  std::atomic<bool> stop{false};
   Slot slots[kWorkers];
 };
 
 static_assert(std::atomic<std::int64_t>::is_always_lock_free,
               "shared-memory atomics must be lock-free");
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             Clock::now().time_since_epoch())
-      .count();
-}
 
 std::string worker_name(int index) {
   return "fencing-worker-" + std::to_string(index + 1);
@@ -169,7 +154,7 @@ void run_worker(int index, Shared& shared) {
   std::uniform_int_distribution<int> work_ms(kWorkMinMs, kWorkMaxMs);
   std::uniform_int_distribution<int> rest_ms(kRestMinMs, kRestMaxMs);
 
-  while (!shared.stop.load()) {
+  while (!forked::stop_requested()) {
     slot.phase = kAcquiring;
     pgc::Result lease = c.try_exec(
         "SELECT token FROM dlock.acquire($1, $2::interval, $3::interval, $4)",
@@ -190,7 +175,7 @@ void run_worker(int index, Shared& shared) {
         c.exec("SELECT n FROM fence_stress.counter WHERE id = 1").int64(0, 0);
 
     const int work = work_ms(rng);
-    slot.work_ends_ns = now_ns() + std::chrono::nanoseconds(
+    slot.work_ends_ns = forked::now_ns() + std::chrono::nanoseconds(
                                        milliseconds(work)).count();
     slot.phase = kWorking;
     std::this_thread::sleep_for(milliseconds(work));
@@ -234,88 +219,7 @@ void run_worker(int index, Shared& shared) {
   }
 }
 
-// Runs in the forked child and never returns: _exit() skips the parent's
-// atexit handlers, stdio buffers and GoogleTest's state.
-[[noreturn]] void worker_main(int index, Shared& shared, pid_t parent) {
-  // Die with the harness, even if it died before this call.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(3);
-  int code = 0;
-  try {
-    run_worker(index, shared);
-  } catch (const std::exception& e) {
-    Slot& slot = shared.slots[index];
-    std::snprintf(slot.error, sizeof slot.error, "%s: %s",
-                  worker_name(index).c_str(), e.what());
-    code = 1;
-  }
-  _exit(code);
-}
-
 // ------------------------------------------------------------------ harness
-
-struct Worker {
-  pid_t pid = 0;
-  bool running = false;
-  int status = 0;  // from waitpid, once it has ended
-};
-
-// The forked workers. Whatever happens to the test, none outlives it.
-class Workers {
- public:
-  explicit Workers(Shared& shared) : shared_(shared) {}
-  Workers(const Workers&) = delete;
-  Workers& operator=(const Workers&) = delete;
-  ~Workers() {
-    for (Worker& w : workers_) {
-      if (!w.running) continue;
-      kill(w.pid, SIGKILL);
-      waitpid(w.pid, &w.status, 0);
-      w.running = false;
-    }
-  }
-
-  void start() {
-    std::fflush(stdout);
-    std::fflush(stderr);
-    const pid_t parent = getpid();
-    for (int i = 0; i < kWorkers; ++i) {
-      pid_t pid = fork();
-      if (pid < 0) throw std::runtime_error("fork failed");
-      if (pid == 0) worker_main(i, shared_, parent);
-      workers_.push_back(Worker{pid, true, 0});
-    }
-  }
-
-  // Asks the workers to finish their current hold and stop; true if all of
-  // them did within the time allowed (the rest are killed).
-  bool stop(milliseconds allowed) {
-    shared_.stop = true;
-    auto give_up = Clock::now() + allowed;
-    bool all_stopped = true;
-    for (Worker& w : workers_) {
-      while (w.running) {
-        if (waitpid(w.pid, &w.status, WNOHANG) == w.pid) {
-          w.running = false;
-        } else if (Clock::now() > give_up) {
-          kill(w.pid, SIGKILL);
-          waitpid(w.pid, &w.status, 0);
-          w.running = false;
-          all_stopped = false;
-        } else {
-          std::this_thread::sleep_for(milliseconds(10));
-        }
-      }
-    }
-    return all_stopped;
-  }
-
-  Worker& operator[](int index) { return workers_[index]; }
-
- private:
-  Shared& shared_;
-  std::vector<Worker> workers_;
-};
 
 // One freeze of a holder by the harness.
 struct Pause {
@@ -351,90 +255,88 @@ void prepare_database() {
       "  token bigint NOT NULL, worker int NOT NULL, value bigint NOT NULL)");
 }
 
+// A random worker that is working while holding the lease with at least
+// kMinWorkLeft of its work to go; -1 if there is none.
+int pick_working_holder(const Shared& shared, const forked::Workers& workers,
+                        std::mt19937& rng) {
+  std::vector<int> candidates;
+  for (int i = 0; i < kWorkers; ++i) {
+    const Slot& s = shared.slots[i];
+    if (workers[i].running && s.phase == kWorking &&
+        s.work_ends_ns - forked::now_ns() >=
+            std::chrono::nanoseconds(kMinWorkLeft).count()) {
+      candidates.push_back(i);
+    }
+  }
+  if (candidates.empty()) return -1;
+  return candidates[std::uniform_int_distribution<std::size_t>(
+      0, candidates.size() - 1)(rng)];
+}
+
 // Freezes one random worker that is working while holding the lease, for
 // kPauseFor; nullopt if none could be caught in time.
-std::optional<Pause> freeze_a_holder(Shared& shared, Workers& workers,
+std::optional<Pause> freeze_a_holder(const Shared& shared,
+                                     forked::Workers& workers,
                                      pgc::Connection& db, std::mt19937& rng) {
-  auto give_up = Clock::now() + milliseconds(3'000);
-  while (Clock::now() < give_up) {
-    std::vector<int> candidates;
-    for (int i = 0; i < kWorkers; ++i) {
-      const Slot& s = shared.slots[i];
-      if (workers[i].running && s.phase == kWorking &&
-          s.work_ends_ns - now_ns() >=
-              std::chrono::nanoseconds(kMinWorkLeft).count()) {
-        candidates.push_back(i);
-      }
-    }
-    if (candidates.empty()) {
-      std::this_thread::sleep_for(milliseconds(1));
-      continue;
-    }
-    const int i = candidates[std::uniform_int_distribution<std::size_t>(
-        0, candidates.size() - 1)(rng)];
+  std::optional<Pause> frozen;
+  forked::poll_until(milliseconds(3'000), milliseconds(1), [&] {
+    const int i = pick_working_holder(shared, workers, rng);
+    if (i < 0) return false;
     const std::int64_t token = shared.slots[i].token;
-    Worker& w = workers[i];
-    kill(w.pid, SIGSTOP);
-    int status = 0;
-    if (waitpid(w.pid, &status, WUNTRACED) != w.pid || !WIFSTOPPED(status)) {
-      // It ended instead; the checks report it.
-      w.running = false;
-      w.status = status;
-      return std::nullopt;
-    }
+    // If it ended instead, the checks report it.
+    if (!workers.pause(i)) return true;
     // Frozen now, so its slot cannot change under us: did the signal land
     // while it was still working with that lease?
     const Slot& s = shared.slots[i];
     if (s.phase != kWorking || s.token != token) {
-      kill(w.pid, SIGCONT);
-      continue;
+      workers.resume(i);
+      return false;
     }
-    Pause p;
-    p.worker = i;
-    p.token = token;
-    pgc::Result lease = db.exec(
-        "SELECT token, state = 'held' FROM dlock.leases WHERE name = $1",
-        kLease);
-    p.held_when_frozen = lease.rows() == 1 && lease.int64(0, 0) == token &&
-                         lease.boolean(0, 1);
+    frozen.emplace();
+    frozen->worker = i;
+    frozen->token = token;
+    return true;
+  });
+  if (!frozen) return std::nullopt;
+  Pause& p = *frozen;
+  pgc::Result lease = db.exec(
+      "SELECT token, state = 'held' FROM dlock.leases WHERE name = $1",
+      kLease);
+  p.held_when_frozen = lease.rows() == 1 && lease.int64(0, 0) == p.token &&
+                       lease.boolean(0, 1);
 
-    std::this_thread::sleep_for(kPauseFor);
+  std::this_thread::sleep_for(kPauseFor);
 
-    pgc::Result now = db.exec(
-        "SELECT coalesce((SELECT fence_token FROM fence_stress.counter"
-        "                  WHERE id = 1), 0),"
-        "       coalesce((SELECT token FROM dlock.leases WHERE name = $1), 0)",
-        kLease);
-    p.fence_at_resume = now.int64(0, 0);
-    p.lease_token_at_resume = now.int64(0, 1);
-    kill(w.pid, SIGCONT);
-    return p;
-  }
-  return std::nullopt;
+  pgc::Result now = db.exec(
+      "SELECT coalesce((SELECT fence_token FROM fence_stress.counter"
+      "                  WHERE id = 1), 0),"
+      "       coalesce((SELECT token FROM dlock.leases WHERE name = $1), 0)",
+      kLease);
+  p.fence_at_resume = now.int64(0, 0);
+  p.lease_token_at_resume = now.int64(0, 1);
+  workers.resume(p.worker);
+  return p;
 }
 
 TEST(FencingStress, PausedHoldersAreFencedOff) {
   prepare_database();
 
-  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  struct Unmap {
-    void* p;
-    ~Unmap() { munmap(p, sizeof(Shared)); }
-  } unmap{mem};
-  Shared& shared = *new (mem) Shared();
+  std::optional<forked::SharedMemory<Shared>> memory;
+  ASSERT_NO_THROW(memory.emplace());
+  Shared& shared = **memory;
 
   const auto began = Clock::now();
   std::vector<Pause> pauses;
   int missed_pauses = 0;
   bool all_stopped = false;
   {
-    Workers workers(shared);
-    workers.start();
+    forked::Workers workers(worker_name);
+    // Die with the harness at once, even while frozen.
+    workers.start(
+        kWorkers, [&](int index) { run_worker(index, shared); }, SIGKILL);
     // The harness's own connection, opened after the fork.
     pgc::Connection db("application_name='fencing-harness'");
-    std::mt19937 rng(static_cast<unsigned>(now_ns()));
+    std::mt19937 rng(static_cast<unsigned>(forked::now_ns()));
     std::uniform_int_distribution<int> gap_ms(200, 1'000);
 
     // One worker frozen at a time: while it is frozen the others go on and
@@ -450,14 +352,12 @@ TEST(FencingStress, PausedHoldersAreFencedOff) {
       }
     }
     std::this_thread::sleep_until(began + kRunFor);
-    all_stopped = workers.stop(milliseconds(20'000));
+    all_stopped = workers.stop_all(milliseconds(20'000));
 
     for (int i = 0; i < kWorkers; ++i) {
-      const Worker& w = workers[i];
-      EXPECT_TRUE(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0)
+      EXPECT_TRUE(workers[i].exited_cleanly())
           << worker_name(i) << " ended abnormally: "
-          << (shared.slots[i].error[0] ? shared.slots[i].error
-                                       : "no message");
+          << (workers.error(i)[0] ? workers.error(i) : "no message");
     }
   }
   const double seconds =

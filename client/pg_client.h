@@ -1,4 +1,5 @@
-// A small RAII wrapper over libpq for dlock's stress tests and demo.
+// A small RAII wrapper over libpq: the start of dlock's C++ client
+// library, used by the demo and the libpq stress tests.
 //
 // One Connection per thread or process (libpq connections must not be
 // shared). Queries go through PQexecParams with text parameters, so values
