@@ -38,7 +38,8 @@ regress() {
 }
 
 googletest() {
-  cmake -S "$DLOCK_ROOT" -B "$DLOCK_ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+  cmake -S "$DLOCK_ROOT" -B "$DLOCK_ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DDLOCK_WERROR=ON >/dev/null &&
     cmake --build "$DLOCK_ROOT/build" -j2 >/dev/null &&
     (cd "$DLOCK_ROOT/build" && ctest --output-on-failure)
 }
