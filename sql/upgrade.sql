@@ -84,3 +84,14 @@ SELECT path, count(*) AS objects FROM regress.upgraded GROUP BY path ORDER BY pa
 
 -- What was compared.
 SELECT object FROM regress.dlock_objects() ORDER BY object;
+
+-- The library serves a database whose SQL objects are still at 0.3.0 until
+-- it is updated, except sweep, which needs dlock.lease_state (55000 and a
+-- hint to update, not a missing function).
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock VERSION '0.3.0';
+SELECT count(*) AS granted FROM dlock.try_acquire('old-objects', '1 min', 'w');
+SELECT dlock.release_all('w') AS released_all;
+SELECT code, hint FROM regress.error_of('SELECT dlock.sweep()');
+ALTER EXTENSION dlock UPDATE;
+SELECT dlock.sweep('0 s') AS swept;

@@ -8,6 +8,7 @@
 #include "lease_row.h"
 #include "lease_value.h"
 #include "spi.h"
+#include "relations.h"
 #include "release.h"
 #include "settings.h"
 
@@ -25,15 +26,12 @@ SavedPlan force_release = {
     {TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},
     nullptr};
 
-// What an owner holds at $2.
-SavedPlan held_by_owner = {
-    "SELECT name, token, acquired_by FROM dlock.lease_store AS s"
-    " WHERE s.owner OPERATOR(pg_catalog.=) $1"
-    "   AND dlock.lease_state(s.released_at, s.expires_at, s.lock_delay, $2)"
-    "       OPERATOR(pg_catalog.=) 'held'"
-    " ORDER BY name",
-    2,
-    {TEXTOID, TIMESTAMPTZOID},
+// An owner's lease rows; which of them it holds is src/core's to say.
+SavedPlan rows_of_owner = {
+    "SELECT " DLOCK_LEASE_COLUMNS " FROM dlock.lease_store"
+    " WHERE owner OPERATOR(pg_catalog.=) $1 ORDER BY name",
+    1,
+    {TEXTOID},
     nullptr};
 
 // Free since before $1: released before it, or expired past the lock-delay
@@ -111,28 +109,27 @@ DLOCK_FUNCTION(dlock_release_all) {
   dlock::check_owner(owner);
   PreventCommandIfReadOnly("dlock.release_all()");
   OwnerSpi spi = owner_spi_connect();
-  Datum args[2] = {CStringGetTextDatum(owner),
-                   TimestampTzGetDatum(GetCurrentTimestamp())};
-  int n = static_cast<int>(run_plan(held_by_owner, args, "  "));
-  // Copied out of SPI's memory: used after owner_spi_finish().
-  MemoryContext old = MemoryContextSwitchTo(spi.caller_cxt);
-  char** names = static_cast<char**>(palloc0(sizeof(char*) * (n + 1)));
-  int64* tokens = static_cast<int64*>(palloc0(sizeof(int64) * (n + 1)));
-  char** roles = static_cast<char**>(palloc0(sizeof(char*) * (n + 1)));
+  Datum args[1] = {CStringGetTextDatum(owner)};
+  int n = static_cast<int>(run_plan(rows_of_owner, args, " "));
+  // Decoded into the caller's memory: used after owner_spi_finish().
+  StoredLease* rows =
+      static_cast<StoredLease*>(palloc0(sizeof(StoredLease) * (n + 1)));
   for (int i = 0; i < n; ++i) {
-    bool isnull;
-    names[i] = TextDatumGetCString(result_value(i, 1, &isnull));
-    tokens[i] = DatumGetInt64(result_value(i, 2, &isnull));
-    roles[i] = TextDatumGetCString(result_value(i, 3, &isnull));
+    rows[i] = decode_lease(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+                           spi.caller_cxt);
   }
-  MemoryContextSwitchTo(old);
   owner_spi_finish(spi);
-  // Judged as the caller, outside the table owner's SPI.
+  // Held ones only, judged as the caller, outside the table owner's SPI.
+  TimestampTz now = GetCurrentTimestamp();
   int released = 0;
   for (int i = 0; i < n; ++i) {
-    if (!may_act_for(roles[i])) continue;
-    wait_gate(names[i]);
-    released += release_gated(names[i], tokens[i], read_lease(names[i]));
+    if (!dlock::is_held(rules_row(rows[i]), now) ||
+        !may_act_for(rows[i].acquired_by)) {
+      continue;
+    }
+    const char* name = rows[i].name;
+    wait_gate(name);
+    released += release_gated(name, rows[i].token, read_lease(name));
   }
   PG_RETURN_INT32(released);
 }
@@ -149,6 +146,7 @@ DLOCK_FUNCTION(dlock_sweep) {
                 "older_than must not be negative");
   }
   PreventCommandIfReadOnly("dlock.sweep()");
+  require_lease_state_function();
   TimestampTz before = GetCurrentTimestamp() - older_than;
   OwnerSpi spi = owner_spi_connect();
   Datum args[2] = {TimestampTzGetDatum(before), Int32GetDatum(kSweepBatch)};

@@ -148,6 +148,7 @@ StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
   MemoryContext old = MemoryContextSwitchTo(into);
   bool isnull;
   StoredLease lease;
+  lease.name = text_or_null(tuple, kColName, desc);
   lease.token = DatumGetInt64(heap_getattr(tuple, kColToken, desc, &isnull));
   lease.owner = text_or_null(tuple, kColOwner, desc);
   lease.acquired_at =
@@ -185,11 +186,7 @@ std::optional<StoredLease> read_lease(const char* name) {
   Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
   Relation rel = table_open(relid, AccessShareLock);
   TupleDesc desc = RelationGetDescr(rel);
-  if (desc->natts < kColumnCount) {
-    throw Error(sqlstate::object_not_in_prerequisite_state,
-                "dlock's SQL objects are older than its library", {},
-                "Run ALTER EXTENSION dlock UPDATE.");
-  }
+  if (desc->natts < kColumnCount) raise_sql_objects_outdated();
 
   ScanKeyData key;
   ScanKeyInit(&key, kColName, BTEqualStrategyNumber, F_TEXTEQ,

@@ -39,6 +39,7 @@ enum LeaseColumn : AttrNumber {
 // A lease row as last committed (or as written earlier by this
 // transaction). Strings and the interval are palloc'd.
 struct StoredLease {
+  const char* name;
   int64 token;
   const char* owner;
   TimestampTz acquired_at;

@@ -47,6 +47,7 @@ extern "C" {
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "parser/parse_func.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"

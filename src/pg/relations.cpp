@@ -1,5 +1,7 @@
 #include "relations.h"
 
+#include "boundary.h"
+
 namespace dlock::pg {
 
 namespace {
@@ -9,6 +11,7 @@ const char* const kRelationNames[kRelationCount] = {
     "lease_store", "lease_store_pkey", "token_seq"};
 Oid relation_oids[kRelationCount];
 uint64 generation = 1;
+uint64 lease_state_checked = 0;  // the generation it was found in
 bool callbacks_registered = false;
 
 void forget_relations() {
@@ -50,5 +53,23 @@ Oid dlock_relation(DlockRelation which) {
 }
 
 uint64 relations_generation() { return generation; }
+
+void require_lease_state_function() {
+  (void)dlock_relation(DlockRelation::lease_store);  // registers callbacks
+  if (lease_state_checked == generation) return;
+  Oid types[4] = {TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, TIMESTAMPTZOID};
+  List* name = list_make2(makeString(pstrdup("dlock")),
+                          makeString(pstrdup("lease_state")));
+  if (!OidIsValid(LookupFuncName(name, 4, types, true))) {
+    raise_sql_objects_outdated();
+  }
+  lease_state_checked = generation;
+}
+
+void raise_sql_objects_outdated() {
+  throw_error(dlock::sqlstate::object_not_in_prerequisite_state,
+              "dlock's SQL objects are older than its library", nullptr,
+              "Run ALTER EXTENSION dlock UPDATE.");
+}
 
 }  // namespace dlock::pg

@@ -16,6 +16,14 @@ enum class DlockRelation {
 // The relation's OID; raises an error if dlock's schema lacks it.
 Oid dlock_relation(DlockRelation which);
 
+// 55000 unless dlock.lease_state exists (SQL objects of 0.4.0 or later),
+// for the statements that use it.
+void require_lease_state_function();
+
+// 55000 for SQL objects older than this library: a new build was
+// installed and ALTER EXTENSION dlock UPDATE has not run yet.
+[[noreturn]] void raise_sql_objects_outdated();
+
 // Counts the times the cached OIDs were forgotten: a cache of anything
 // read from dlock's tables (such as the token history) is stale once this
 // has moved on.
