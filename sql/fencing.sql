@@ -103,6 +103,11 @@ SELECT regress.outcome(format($$SELECT dlock.fenced_update(%s, %s, '{"id": 2}', 
        regress.outcome('SELECT dlock.protect(0)') AS protect_oid_0,
        regress.outcome(format('SELECT dlock.unprotect(%s)', :dropped_oid)) = '42P01' AS unprotect_dropped;
 SELECT (regress.error_of('SELECT dlock.unprotect(0)')).message AS unprotect_oid_0_message;
+-- An index is no table (42809, as table_open says); a system column is no
+-- fence column (428C9, as for changes).
+SELECT regress.outcome(format($$SELECT dlock.fenced_update('accounts_pkey', %s, '{"note": "x"}', '{"id": 1}')$$, :t2)) AS index_target,
+       regress.outcome($$SELECT dlock.protect('accounts_pkey')$$) AS protect_index,
+       regress.outcome(format($$SELECT dlock.fenced_update('accounts', %s, '{"note": "x"}', '{"id": 1}', 'xmin')$$, :t2)) AS system_fence_column;
 -- Messages that would not fit are cut at a character boundary: a client in
 -- another encoding still gets the error itself, not 22021 for a message
 -- cut inside a character.

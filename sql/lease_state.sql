@@ -20,6 +20,11 @@ SELECT at - timestamptz '2026-01-01 12:00:00+00' AS at_minus_expiry,
 SELECT dlock.lease_state(NULL, NULL, '0', now()) IS NULL AS no_expiry,
        dlock.lease_state(NULL, now(), '0', NULL) IS NULL AS no_time,
        dlock.lease_state(NULL, '2026-01-01 12:00:00+00', NULL, '2026-01-01 12:00:00+00') AS no_delay;
+-- Infinite times and huge lock-delays saturate instead of overflowing: a
+-- lock-delay reaching past the end of time keeps the lease in it.
+SELECT dlock.lease_state(NULL, '2026-01-01', '100000000 days', '2026-06-01') AS delay_past_the_end,
+       dlock.lease_state(NULL, 'infinity', '1 day', '2026-06-01') AS expires_at_infinity,
+       dlock.lease_state(NULL, '-infinity', '-1 day', '2026-06-01') AS expired_at_minus_infinity;
 -- A lock-delay is an exact duration, as everywhere in dlock: a day is
 -- 24 hours even across a daylight-saving change (calendar arithmetic would
 -- say expired here).

@@ -33,9 +33,15 @@ enum class LeaseState {
 
 // When another owner may take the lease: at once if released, else at
 // expiry plus the lock-delay (a holder that vanished without releasing may
-// still be writing; the delay gives its writes time to drain).
+// still be writing; the delay gives its writes time to drain). Saturates
+// instead of overflowing (SQL may pass 'infinity').
 inline Micros free_at(const LeaseRow& row) {
-  return row.released ? 0 : row.expires_at + row.lock_delay;
+  if (row.released) return 0;
+  Micros at;
+  if (__builtin_add_overflow(row.expires_at, row.lock_delay, &at)) {
+    return row.lock_delay > 0 ? INT64_MAX : INT64_MIN;
+  }
+  return at;
 }
 
 // The state at `now`. Expiry is exclusive: a lease expiring at `now` is no

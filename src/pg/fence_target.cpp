@@ -9,11 +9,19 @@ Relation open_target(Oid relid, LOCKMODE mode) {
     throw_error(sqlstate::undefined_table,
                 psprintf("relation with OID %u does not exist", relid));
   }
+  char kind = rel->rd_rel->relkind;
+  if (kind == RELKIND_INDEX || kind == RELKIND_PARTITIONED_INDEX ||
+      kind == RELKIND_COMPOSITE_TYPE) {
+    throw_error(sqlstate::wrong_object_type,
+                psprintf("\"%s\" is %s", RelationGetRelationName(rel),
+                         kind == RELKIND_COMPOSITE_TYPE ? "a composite type"
+                                                        : "an index"));
+  }
   return rel;
 }
 
 AttrNumber fence_column(Relation rel, const char* column) {
-  AttrNumber attnum = get_attnum(RelationGetRelid(rel), column);
+  int attnum = SPI_fnumber(RelationGetDescr(rel), column);
   if (attnum <= 0) {
     throw_error(sqlstate::undefined_column,
                 psprintf("column \"%s\" of relation \"%s\" does not exist",
@@ -25,7 +33,7 @@ AttrNumber fence_column(Relation rel, const char* column) {
                 psprintf("fence column \"%s\" must be of type bigint", column),
                 psprintf("It is of type %s.", format_type_be(type)));
   }
-  return attnum;
+  return static_cast<AttrNumber>(attnum);
 }
 
 }  // namespace dlock::pg

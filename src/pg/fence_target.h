@@ -6,12 +6,14 @@
 
 namespace dlock::pg {
 
-// Opens relation `relid` with `mode`: 42P01 if no relation has that OID
-// (0, or one dropped since the regclass was made).
+// Opens relation `relid` with `mode`, as table_open() would: 42P01 if no
+// relation has that OID (0, or one dropped since the regclass was made),
+// 42809 for an index or a composite type.
 Relation open_target(Oid relid, LOCKMODE mode);
 
 // The fence column's attribute number: a user column of rel (42703
-// otherwise) of type bigint (42804 otherwise).
+// otherwise) of type bigint (42804 otherwise). Runs for every row the
+// protect trigger sees, so it reads the tuple descriptor, not the catalog.
 AttrNumber fence_column(Relation rel, const char* column);
 
 }  // namespace dlock::pg

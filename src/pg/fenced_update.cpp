@@ -177,8 +177,8 @@ DLOCK_FUNCTION(dlock_fenced_update) {
         sqlstate::invalid_parameter_value,
         psprintf("\"%s\" is not a table", RelationGetRelationName(rel)));
   }
-  fence_column(rel, fence);
   writable_column(rel, fence, true);
+  fence_column(rel, fence);
 
   List* set_keys = object_keys(changes, "changes");
   List* match_keys = object_keys(match, "match");
