@@ -1,8 +1,8 @@
 -- dlock 0.3.0 -> 0.4.0: one definition of a lease's state for SQL
 -- (dlock.lease_state, used by the views and the sweep); protect() and
 -- unprotect() in C, with 42P01 for a relation that does not exist; views
--- without search_path-dependent CASE forms; dlock_admin adopted only when
--- dlock created it.
+-- without search_path-dependent CASE forms; an existing dlock_admin
+-- adopted only when it confers nothing of its own.
 \echo Use "ALTER EXTENSION dlock UPDATE TO '0.4.0'" to load this file. \quit
 
 -- Nothing below depends on the updater's search_path: every reference is
@@ -30,30 +30,55 @@ AS 'MODULE_PATHNAME', 'dlock_unprotect'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 -- dlock_admin: until 0.3.0 any existing role of that name was adopted.
--- Keep the one an earlier install made (a plain NOLOGIN role with no
--- privileges of its own) and mark it as dlock's; refuse any other.
+-- An existing dlock_admin is adopted only if it confers nothing of its own:
+-- a role that can log in, has role attributes, belongs to other roles, owns
+-- objects or holds privileges (other than on dlock's functions, or on
+-- functions of other databases, where dlock grants it EXECUTE) would hand
+-- all that to every member ops ever adds. Who created a role cannot be
+-- told reliably; what it confers can.
 DO $$
 DECLARE
-    marker CONSTANT text := 'dlock administrators: members may force-release, sweep, and act on any role''s leases. Created by dlock.';
     admin pg_catalog.pg_roles%ROWTYPE;
+    confers text;
 BEGIN
     SELECT r.* INTO admin FROM pg_catalog.pg_roles AS r
      WHERE r.rolname OPERATOR(pg_catalog.=) 'dlock_admin';
     IF NOT FOUND THEN
         CREATE ROLE dlock_admin NOLOGIN;
-    ELSIF pg_catalog.shobj_description(admin.oid, 'pg_authid') IS NOT DISTINCT FROM marker THEN
+        COMMENT ON ROLE dlock_admin IS
+            'dlock administrators: members may force-release, sweep, and act on any role''s leases.';
         RETURN;
-    ELSIF admin.rolcanlogin OR admin.rolsuper OR admin.rolcreaterole OR admin.rolcreatedb
-          OR admin.rolreplication OR admin.rolbypassrls
-          OR pg_catalog.shobj_description(admin.oid, 'pg_authid') IS NOT NULL
-          OR EXISTS (SELECT FROM pg_catalog.pg_auth_members AS m
-                      WHERE m.member OPERATOR(pg_catalog.=) admin.oid) THEN
-        RAISE EXCEPTION 'role "dlock_admin" is not the plain role dlock creates'
-            USING ERRCODE = 'duplicate_object',
-                  DETAIL = 'It can log in, has role attributes or memberships, or carries another comment.',
-                  HINT = 'Make it NOLOGIN without attributes or memberships, or drop it, then update again.';
     END IF;
-    EXECUTE pg_catalog.format('COMMENT ON ROLE dlock_admin IS %L', marker);
+    confers := CASE
+        WHEN admin.rolcanlogin THEN 'it can log in'
+        WHEN admin.rolsuper OR admin.rolcreaterole OR admin.rolcreatedb
+             OR admin.rolreplication OR admin.rolbypassrls
+        THEN 'it has role attributes'
+        WHEN EXISTS (SELECT FROM pg_catalog.pg_auth_members AS m
+                      WHERE m.member OPERATOR(pg_catalog.=) admin.oid)
+        THEN 'it is a member of other roles'
+        WHEN EXISTS (SELECT FROM pg_catalog.pg_shdepend AS d
+                      WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_authid'::pg_catalog.regclass
+                        AND d.refobjid OPERATOR(pg_catalog.=) admin.oid
+                        AND NOT (d.deptype OPERATOR(pg_catalog.=) 'a'
+                                 AND d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+                                 AND (d.dbid OPERATOR(pg_catalog.<>)
+                                          (SELECT db.oid FROM pg_catalog.pg_database AS db
+                                            WHERE db.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                                      OR d.objid OPERATOR(pg_catalog.=) ANY (
+                                          SELECT e.objid FROM pg_catalog.pg_depend AS e
+                                           WHERE e.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+                                             AND e.refobjid OPERATOR(pg_catalog.=)
+                                                 (SELECT x.oid FROM pg_catalog.pg_extension AS x
+                                                   WHERE x.extname OPERATOR(pg_catalog.=) 'dlock')))))
+        THEN 'it owns objects or holds privileges'
+    END;
+    IF confers IS NOT NULL THEN
+        RAISE EXCEPTION 'role "dlock_admin" already exists and confers more than dlock grants it'
+            USING ERRCODE = 'duplicate_object',
+                  DETAIL = pg_catalog.format('dlock adopts an existing dlock_admin only if it confers nothing of its own, but %s.', confers),
+                  HINT = 'Drop or rename the role, or take away what it confers, then try again.';
+    END IF;
 END
 $$;
 GRANT EXECUTE ON FUNCTION dlock.force_release(text, text) TO dlock_admin;

@@ -260,24 +260,54 @@ REVOKE ALL ON FUNCTION dlock.sweep(interval) FROM PUBLIC;
 -- dlock's administrators: members of role dlock_admin may force-release and
 -- sweep, and renew, release or assert any role's leases. Roles belong to the
 -- cluster, so the role outlives DROP EXTENSION and serves every database.
--- dlock creates it and marks it with its comment; it adopts no other role
--- of that name, which could have been made to log in or hold privileges
--- its members were never meant to get.
+-- An existing dlock_admin is adopted only if it confers nothing of its own:
+-- a role that can log in, has role attributes, belongs to other roles, owns
+-- objects or holds privileges (other than on dlock's functions, or on
+-- functions of other databases, where dlock grants it EXECUTE) would hand
+-- all that to every member ops ever adds. Who created a role cannot be
+-- told reliably; what it confers can.
 DO $$
 DECLARE
-    marker CONSTANT text := 'dlock administrators: members may force-release, sweep, and act on any role''s leases. Created by dlock.';
-    admin oid;
+    admin pg_catalog.pg_roles%ROWTYPE;
+    confers text;
 BEGIN
-    SELECT r.oid INTO admin FROM pg_catalog.pg_roles AS r
+    SELECT r.* INTO admin FROM pg_catalog.pg_roles AS r
      WHERE r.rolname OPERATOR(pg_catalog.=) 'dlock_admin';
-    IF admin IS NULL THEN
+    IF NOT FOUND THEN
         CREATE ROLE dlock_admin NOLOGIN;
-        EXECUTE pg_catalog.format('COMMENT ON ROLE dlock_admin IS %L', marker);
-    ELSIF pg_catalog.shobj_description(admin, 'pg_authid') IS DISTINCT FROM marker THEN
-        RAISE EXCEPTION 'role "dlock_admin" already exists and was not created by dlock'
+        COMMENT ON ROLE dlock_admin IS
+            'dlock administrators: members may force-release, sweep, and act on any role''s leases.';
+        RETURN;
+    END IF;
+    confers := CASE
+        WHEN admin.rolcanlogin THEN 'it can log in'
+        WHEN admin.rolsuper OR admin.rolcreaterole OR admin.rolcreatedb
+             OR admin.rolreplication OR admin.rolbypassrls
+        THEN 'it has role attributes'
+        WHEN EXISTS (SELECT FROM pg_catalog.pg_auth_members AS m
+                      WHERE m.member OPERATOR(pg_catalog.=) admin.oid)
+        THEN 'it is a member of other roles'
+        WHEN EXISTS (SELECT FROM pg_catalog.pg_shdepend AS d
+                      WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_authid'::pg_catalog.regclass
+                        AND d.refobjid OPERATOR(pg_catalog.=) admin.oid
+                        AND NOT (d.deptype OPERATOR(pg_catalog.=) 'a'
+                                 AND d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+                                 AND (d.dbid OPERATOR(pg_catalog.<>)
+                                          (SELECT db.oid FROM pg_catalog.pg_database AS db
+                                            WHERE db.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                                      OR d.objid OPERATOR(pg_catalog.=) ANY (
+                                          SELECT e.objid FROM pg_catalog.pg_depend AS e
+                                           WHERE e.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+                                             AND e.refobjid OPERATOR(pg_catalog.=)
+                                                 (SELECT x.oid FROM pg_catalog.pg_extension AS x
+                                                   WHERE x.extname OPERATOR(pg_catalog.=) 'dlock')))))
+        THEN 'it owns objects or holds privileges'
+    END;
+    IF confers IS NOT NULL THEN
+        RAISE EXCEPTION 'role "dlock_admin" already exists and confers more than dlock grants it'
             USING ERRCODE = 'duplicate_object',
-                  DETAIL = 'dlock adopts only the role it created, which carries its comment.',
-                  HINT = 'If a dlock release before 0.4.0 created it, run ALTER EXTENSION dlock UPDATE in a database that uses dlock first; otherwise drop or rename the role.';
+                  DETAIL = pg_catalog.format('dlock adopts an existing dlock_admin only if it confers nothing of its own, but %s.', confers),
+                  HINT = 'Drop or rename the role, or take away what it confers, then try again.';
     END IF;
 END
 $$;

@@ -97,9 +97,9 @@ SELECT has_table_privilege('dlock.lease_store', 'INSERT') AS can_insert,
        has_function_privilege('dlock.force_release(text, text)', 'EXECUTE') AS can_force;
 DROP EXTENSION dlock;
 SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname = 'dlock';
--- A fresh install too; \dx shows pg_catalog, not a schema of the user's.
+-- A fresh install too.
 CREATE EXTENSION dlock;
-SELECT extversion, extnamespace::regnamespace AS dx_schema FROM pg_extension WHERE extname = 'dlock';
+SELECT extversion FROM pg_extension WHERE extname = 'dlock';
 SELECT token > 0 AS works FROM dlock.try_acquire('x', '1 min');
 DROP EXTENSION dlock;
 \c :orig_db :orig_user
@@ -109,37 +109,47 @@ DROP TABLE tokens;
 DROP OWNED BY regress_alice, regress_bob, regress_carol, regress_ops;
 DROP ROLE regress_alice, regress_bob, regress_carol, regress_ops;
 
--- dlock_admin: dlock adopts only the role it created (marked with its
--- comment). The first install created it; set it aside for these cases.
-SELECT shobj_description(oid, 'pg_authid') LIKE 'dlock administrators: %Created by dlock.' AS marked,
-       rolcanlogin FROM pg_roles WHERE rolname = 'dlock_admin';
+-- dlock_admin: an existing role of that name is adopted only if it
+-- confers nothing of its own (else its powers would pass to every member
+-- ops adds). Set dlock's own role aside for these cases.
 DROP EXTENSION dlock;
 ALTER ROLE dlock_admin RENAME TO regress_dlock_admin_kept;
--- Someone else's role of that name, one that can log in: a fresh install
--- refuses it, and nothing is installed.
-CREATE ROLE dlock_admin LOGIN;
-SELECT regress.outcome('CREATE EXTENSION dlock') AS install_over_foreign_role;
+CREATE TABLE regress.secrets (s text);
+CREATE FUNCTION regress.not_dlocks() RETURNS int LANGUAGE sql RETURN 1;
+-- A plain NOLOGIN role (as restored by pg_dumpall -g) is adopted.
+CREATE ROLE dlock_admin NOLOGIN;
+CREATE EXTENSION dlock;
+SELECT has_function_privilege('dlock_admin', 'dlock.sweep(interval)', 'EXECUTE') AS adopted;
+DROP EXTENSION dlock;
+-- Anything it would confer makes the install fail, and nothing is installed.
+CREATE FUNCTION pg_temp.install_over(how text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE how;
+    RETURN regress.outcome('CREATE EXTENSION dlock');
+END $$;
+SELECT how, pg_temp.install_over(how) AS outcome
+  FROM unnest(ARRAY['ALTER ROLE dlock_admin LOGIN',
+                    'ALTER ROLE dlock_admin NOLOGIN BYPASSRLS',
+                    'ALTER ROLE dlock_admin NOBYPASSRLS; GRANT pg_read_all_data TO dlock_admin',
+                    'REVOKE pg_read_all_data FROM dlock_admin; GRANT SELECT ON regress.secrets TO dlock_admin',
+                    'REVOKE SELECT ON regress.secrets FROM dlock_admin; ALTER TABLE regress.secrets OWNER TO dlock_admin',
+                    'ALTER TABLE regress.secrets OWNER TO CURRENT_USER; GRANT EXECUTE ON FUNCTION regress.not_dlocks() TO dlock_admin']) AS how;
 SELECT count(*) AS installed FROM pg_extension WHERE extname = 'dlock';
--- Even a plain NOLOGIN one without dlock's mark.
-ALTER ROLE dlock_admin NOLOGIN;
-SELECT regress.outcome('CREATE EXTENSION dlock') AS install_over_unmarked_role;
--- Updating from 0.3.0 (which adopted any such role) keeps a plain one, the
--- kind 0.3.0 created, and marks it as dlock's ...
+-- The update from 0.3.0 (which adopted any such role) applies the same
+-- rule: it fails as a whole and leaves 0.3.0 in place.
 CREATE EXTENSION dlock VERSION '0.3.0';
+SELECT regress.outcome('ALTER EXTENSION dlock UPDATE') AS update_over_role_with_privileges;
+SELECT extversion FROM pg_extension WHERE extname = 'dlock';
+REVOKE EXECUTE ON FUNCTION regress.not_dlocks() FROM dlock_admin;
 ALTER EXTENSION dlock UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'dlock';
-SELECT shobj_description(oid, 'pg_authid') LIKE 'dlock administrators: %Created by dlock.' AS marked
-  FROM pg_roles WHERE rolname = 'dlock_admin';
--- ... but refuses one that can log in (the update fails as a whole).
-DROP EXTENSION dlock;
-COMMENT ON ROLE dlock_admin IS NULL;
-ALTER ROLE dlock_admin LOGIN;
-CREATE EXTENSION dlock VERSION '0.3.0';
-SELECT regress.outcome('ALTER EXTENSION dlock UPDATE') AS update_over_login_role;
-SELECT extversion FROM pg_extension WHERE extname = 'dlock';
--- Back to the role dlock made.
+-- Back to dlock's own role.
 DROP EXTENSION dlock;
 DROP ROLE dlock_admin;
+DROP TABLE regress.secrets;
+DROP FUNCTION regress.not_dlocks();
 ALTER ROLE regress_dlock_admin_kept RENAME TO dlock_admin;
 CREATE EXTENSION dlock;
-SELECT has_function_privilege('dlock_admin', 'dlock.sweep(interval)', 'EXECUTE') AS admin_may_sweep;
+SELECT has_function_privilege('dlock_admin', 'dlock.sweep(interval)', 'EXECUTE') AS admin_may_sweep,
+       shobj_description(oid, 'pg_authid') LIKE 'dlock administrators: %' AS commented
+  FROM pg_roles WHERE rolname = 'dlock_admin';

@@ -76,9 +76,11 @@ SELECT count(*) AS numeric_results FROM results WHERE step IN ('try_acquire', 'a
 -- Nothing hostile ran.
 SELECT what, count(*) AS hostile_calls FROM hostile.ran GROUP BY what;
 
--- Installing and updating with the hostile schema first on the path runs
--- nothing hostile either (the scripts pin search_path to pg_catalog, pg_temp
--- for themselves), and leaves the session's search_path as it was.
+-- Installing and updating with the hostile schema first on the path (the
+-- extension is then recorded in that schema, and PostgreSQL runs the
+-- scripts with it first) runs nothing hostile either: the scripts pin
+-- search_path to pg_catalog, pg_temp for themselves, and leave the
+-- session's search_path as it was.
 SET search_path = hostile, pg_catalog, public;
 DROP EXTENSION dlock;
 CREATE EXTENSION dlock;
@@ -87,8 +89,10 @@ CREATE EXTENSION dlock VERSION '0.1.0';
 ALTER EXTENSION dlock UPDATE;
 SHOW search_path;
 RESET search_path;
-SELECT extversion FROM pg_extension WHERE extname = 'dlock';
+SELECT extversion, extnamespace::regnamespace AS recorded_in FROM pg_extension WHERE extname = 'dlock';
 SELECT count(*) AS hostile_calls_during_install FROM hostile.ran;
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock;
 
 -- Non-owners read dlock's tables but cannot write them or draw tokens.
 GRANT USAGE ON SCHEMA regress TO regress_dlock_attacker;

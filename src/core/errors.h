@@ -15,6 +15,7 @@ inline constexpr char invalid_parameter_value[] = "22023";
 inline constexpr char feature_not_supported[] = "0A000";
 inline constexpr char undefined_table[] = "42P01";
 inline constexpr char undefined_column[] = "42703";
+inline constexpr char wrong_object_type[] = "42809";
 inline constexpr char datatype_mismatch[] = "42804";
 inline constexpr char generated_always[] = "428C9";
 inline constexpr char insufficient_privilege[] = "42501";
@@ -56,6 +57,9 @@ inline constexpr ErrorCode kErrorCodes[] = {
      "exist (OID 0, or dropped)"},
     {sqlstate::undefined_column, "undefined_column",
      "`fenced_update`/`protect` name a column the table lacks"},
+    {sqlstate::wrong_object_type, "wrong_object_type",
+     "`fenced_update`, `protect` or `unprotect` on an index or a composite "
+     "type"},
     {sqlstate::datatype_mismatch, "datatype_mismatch",
      "the fence column is not `bigint`"},
     {sqlstate::generated_always, "generated_always",
@@ -66,7 +70,7 @@ inline constexpr ErrorCode kErrorCodes[] = {
      "privilege"},
     {sqlstate::duplicate_object, "duplicate_object",
      "`CREATE EXTENSION`/`ALTER EXTENSION UPDATE` find a role `dlock_admin` "
-     "that dlock did not create"},
+     "that confers more than dlock grants it"},
     {sqlstate::object_not_in_prerequisite_state,
      "object_not_in_prerequisite_state",
      "`dlock.token_seq` was altered (CYCLE, CACHE other than 1, INCREMENT "
