@@ -37,5 +37,12 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# Rebuild everything when the testing switch changes.
-$(OBJS): $(wildcard src/core/*.h src/pg/*.h)
+# Rebuild everything when a header or a build switch changes: the switches
+# are recorded in .build-flags, rewritten only when they differ.
+BUILD_FLAGS := DLOCK_TESTING=$(DLOCK_TESTING) WERROR=$(WERROR)
+.build-flags: FORCE
+	@echo '$(BUILD_FLAGS)' | cmp -s - $@ || echo '$(BUILD_FLAGS)' > $@
+FORCE:
+.PHONY: FORCE
+$(OBJS): $(wildcard src/core/*.h src/pg/*.h) .build-flags
+EXTRA_CLEAN = .build-flags
