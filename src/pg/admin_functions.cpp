@@ -7,10 +7,10 @@
 #include "intervals.h"
 #include "lease_row.h"
 #include "lease_value.h"
-#include "spi.h"
 #include "relations.h"
 #include "release.h"
 #include "settings.h"
+#include "spi.h"
 
 namespace dlock::pg {
 namespace {

@@ -1,7 +1,7 @@
 #include "lease_row.h"
 #include "intervals.h"
-#include "spi.h"
 #include "relations.h"
+#include "spi.h"
 #include "tokens.h"
 
 namespace dlock::pg {

@@ -1,6 +1,6 @@
 #include "tokens.h"
-#include "spi.h"
 #include "relations.h"
+#include "spi.h"
 
 namespace dlock::pg {
 
