@@ -28,7 +28,8 @@ SavedPlan force_release = {
 
 // An owner's lease rows; which of them it holds is src/core's to say.
 SavedPlan rows_of_owner = {
-    "SELECT " DLOCK_LEASE_COLUMNS " FROM dlock.lease_store"
+    "SELECT " DLOCK_LEASE_COLUMNS
+    " FROM dlock.lease_store"
     " WHERE owner OPERATOR(pg_catalog.=) $1 ORDER BY name",
     1,
     {TEXTOID},
@@ -62,11 +63,6 @@ SavedPlan sweep_delete = {
 constexpr int kSweepBatch = 10000;
 
 }  // namespace
-}  // namespace dlock::pg
-
-using namespace dlock::pg;
-using dlock::Micros;
-namespace sqlstate = dlock::sqlstate;
 
 // dlock.force_release(name text, reason text) RETURNS dlock.lease
 DLOCK_FUNCTION(dlock_force_release) {
@@ -166,3 +162,5 @@ DLOCK_FUNCTION(dlock_sweep) {
   owner_spi_finish(spi);
   PG_RETURN_INT64(deleted);
 }
+
+}  // namespace dlock::pg

@@ -121,11 +121,6 @@ void record_name(void* arg) noexcept {
 }
 
 }  // namespace
-}  // namespace dlock::pg
-
-using namespace dlock::pg;
-using dlock::Micros;
-namespace sqlstate = dlock::sqlstate;
 
 // dlock.key(name text) RETURNS bigint, STRICT IMMUTABLE.
 DLOCK_FUNCTION(dlock_key) {
@@ -196,3 +191,5 @@ DLOCK_FUNCTION(dlock_advisory_unlock) {
   PG_RETURN_BOOL(
       LockRelease(&tag, PG_GETARG_BOOL(1) ? ShareLock : ExclusiveLock, true));
 }
+
+}  // namespace dlock::pg

@@ -107,7 +107,8 @@ void capture_current_exception(CaughtError* out) noexcept;
 }  // namespace dlock::pg
 
 // Defines SQL-callable function `fn` (C symbol, prefix dlock_). The body
-// that follows is the implementation: DLOCK_FUNCTION(dlock_x) { ... }
+// that follows is the implementation: DLOCK_FUNCTION(dlock_x) { ... }. It
+// may stand inside namespace dlock::pg: the symbol keeps C linkage.
 #define DLOCK_FUNCTION(fn)                              \
   static Datum fn##_body(FunctionCallInfo fcinfo);      \
   extern "C" {                                          \

@@ -18,8 +18,8 @@ const char* default_owner() {
   return owner;
 }
 
-}  // namespace dlock::pg
-
 DLOCK_FUNCTION(dlock_default_owner) {
-  PG_RETURN_TEXT_P(cstring_to_text(dlock::pg::default_owner()));
+  PG_RETURN_TEXT_P(cstring_to_text(default_owner()));
 }
+
+}  // namespace dlock::pg

@@ -30,10 +30,6 @@ SavedPlan highest_token = {
     nullptr};
 
 }  // namespace
-}  // namespace dlock::pg
-
-using namespace dlock::pg;
-namespace sqlstate = dlock::sqlstate;
 
 // dlock.fence(resource text, token bigint) RETURNS bigint
 DLOCK_FUNCTION(dlock_fence) {
@@ -61,3 +57,5 @@ DLOCK_FUNCTION(dlock_fence) {
   }
   PG_RETURN_INT64(token);
 }
+
+}  // namespace dlock::pg

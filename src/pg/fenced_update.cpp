@@ -148,10 +148,6 @@ int64 run_counted(const char* sql, Datum* args, int64* highest) {
 }
 
 }  // namespace
-}  // namespace dlock::pg
-
-using namespace dlock::pg;
-namespace sqlstate = dlock::sqlstate;
 
 // dlock.fenced_update(target regclass, token bigint, changes jsonb,
 //                     match jsonb, fence_column name) RETURNS bigint
@@ -237,3 +233,5 @@ DLOCK_FUNCTION(dlock_fenced_update) {
   }
   PG_RETURN_INT64(updated);
 }
+
+}  // namespace dlock::pg

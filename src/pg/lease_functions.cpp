@@ -59,11 +59,6 @@ Datum granted_value(FunctionCallInfo fcinfo, const LeaseRequest& req,
 }
 
 }  // namespace
-}  // namespace dlock::pg
-
-using namespace dlock::pg;
-using dlock::Micros;
-namespace sqlstate = dlock::sqlstate;
 
 DLOCK_FUNCTION(dlock_try_acquire) {
   LeaseRequest req = lease_request(fcinfo, 2);
@@ -210,3 +205,5 @@ DLOCK_FUNCTION(dlock_get) {
   return lease_value(fcinfo, name, row->owner, row->token, row->acquired_at,
                      row->expires_at);
 }
+
+}  // namespace dlock::pg

@@ -25,10 +25,6 @@ void run_ddl(const char* sql) {
 }
 
 }  // namespace
-}  // namespace dlock::pg
-
-using namespace dlock::pg;
-namespace sqlstate = dlock::sqlstate;
 
 // dlock.protect(target regclass, fence_column name) RETURNS void
 DLOCK_FUNCTION(dlock_protect) {
@@ -107,3 +103,5 @@ DLOCK_FUNCTION(dlock_fence_guard) {
   }
   return PointerGetDatum(row);
 }
+
+}  // namespace dlock::pg
