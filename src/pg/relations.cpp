@@ -6,9 +6,9 @@ namespace dlock::pg {
 
 namespace {
 
-constexpr int kRelationCount = 3;
+constexpr int kRelationCount = 4;
 const char* const kRelationNames[kRelationCount] = {
-    "lease_store", "lease_store_pkey", "token_seq"};
+    "lease_store", "lease_store_pkey", "token_seq", "token_epoch"};
 Oid relation_oids[kRelationCount];
 uint64 generation = 1;
 uint64 lease_state_checked = 0;  // the generation it was found in

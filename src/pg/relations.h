@@ -11,6 +11,7 @@ enum class DlockRelation {
   lease_store,
   lease_store_pkey,
   token_seq,
+  token_epoch,
 };
 
 // The relation's OID; raises an error if dlock's schema lacks it.

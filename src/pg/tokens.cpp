@@ -14,19 +14,9 @@ uint64 checked_generation = 0;
 uint64 checked_system_identifier = 0;
 TimeLineID checked_timeline = 0;
 
-// The history tokens were last issued on, read without locking it first:
-// the row lock of a history check would otherwise last as long as the
-// calling transaction, a long acquire() wait included, and stall every
-// other session's first grant.
+// The history tokens were last issued on.
 SavedPlan read_epoch = {
     "SELECT system_identifier, timeline, database FROM dlock.token_epoch",
-    0,
-    {},
-    nullptr};
-// The same, locked, so that one transaction moves the sequence.
-SavedPlan lock_epoch = {
-    "SELECT system_identifier, timeline, database FROM dlock.token_epoch"
-    "   FOR UPDATE",
     0,
     {},
     nullptr};
@@ -63,8 +53,17 @@ void enter_epoch(Oid seq) {
     return;
   }
   OwnerSpi spi = owner_spi_connect();
-  if (!recorded_history_is(read_epoch, sysid, tli) &&
-      !recorded_history_is(lock_epoch, sysid, tli)) {
+  // Read first without locking, so that a transaction that checked the
+  // history does not hold up other sessions' first grants (a long acquire()
+  // wait included). To move the sequence, one transaction at a time takes
+  // the table (a restored database has no row to lock) to its end, and
+  // reads again: another may have moved it meanwhile.
+  bool current = recorded_history_is(read_epoch, sysid, tli);
+  if (!current) {
+    LockRelationOid(dlock_relation(DlockRelation::token_epoch), ExclusiveLock);
+    current = recorded_history_is(read_epoch, sysid, tli);
+  }
+  if (!current) {
     std::optional<int64> last = last_issued_token();
     if (last) {
       DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq),
