@@ -52,9 +52,14 @@ void register_durability_callback() {
 
 void commit_durably() {
   ForceSyncCommit();
-  const char* configured = GetConfigOptionResetString("synchronous_commit");
-  if (synchronous_commit < sync_commit_level(configured)) {
-    (void)set_config_option("synchronous_commit", configured, PGC_USERSET,
+  // The reset value may come from the database, the role or the connection
+  // as well as postgresql.conf, so it is a floor only where it is higher
+  // than on (remote_apply).
+  const char* reset = GetConfigOptionResetString("synchronous_commit");
+  const char* wanted =
+      sync_commit_level(reset) > SYNCHRONOUS_COMMIT_ON ? reset : "on";
+  if (synchronous_commit < sync_commit_level(wanted)) {
+    (void)set_config_option("synchronous_commit", wanted, PGC_USERSET,
                             PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
   }
 }

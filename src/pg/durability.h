@@ -1,7 +1,7 @@
-// How durably dlock's writes commit. A token once returned must survive a
+// How durably dlock's writes commit. A grant once returned must survive a
 // crash and a failover to a synchronous standby, so grants and renewals
-// commit at least as durably as the server is configured, whatever the
-// session set; a release that is its transaction's only write skips the
+// never commit below synchronous_commit = on, whatever the session set; a
+// release that is its transaction's only write skips the
 // WAL flush, since losing it in a crash only means the lease expires by its
 // TTL.
 #pragma once
@@ -13,9 +13,10 @@ namespace dlock::pg {
 // Registers the transaction callback; called once, from _PG_init().
 void register_durability_callback();
 
-// Makes the current transaction commit at least as durably as the server
-// is configured to (the reset value of synchronous_commit, waiting for
-// synchronous standbys if that says so), and never below a local WAL flush.
+// Makes the current transaction commit at least as synchronous_commit = on
+// would (a local WAL flush, and the synchronous standbys' when there are
+// any), or remote_apply when that is the session's reset value, whatever
+// the session, its role, its database or its connection options set.
 void commit_durably();
 
 // Called by a release after its write succeeded. If that write was the

@@ -10,7 +10,9 @@ use lib $FindBin::RealBin;    # DlockTest.pm sits next to the tests
 use DlockTest;
 use Test::More;
 
-my $node = new_node('primary', slow_wal_writer => 1);
+# Streaming allowed, so that synchronous_standby_names is honoured.
+my $node = new_node('primary', slow_wal_writer => 1,
+	init => { allows_streaming => 1 });
 create_dlock($node, plain => 'work_done');
 
 # unflushed_after(), in a session with synchronous_commit = off.
@@ -65,6 +67,31 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM work_done'), '1',
 	'the write that shared a transaction with a release survived');
 cmp_ok(grant_token($node, 'e', 'after-crash'),
 	'>', 4, 'the first token after the crash is larger than every earlier one');
+
+# Neither the database, the role nor the connection can lower a grant
+# below synchronous_commit = on: with a synchronous standby that never
+# connects, a grant by a role set to 'local' waits for it, while the same
+# role's plain writes do not.
+$node->safe_psql('postgres', q{
+CREATE ROLE local_committer LOGIN;
+ALTER ROLE local_committer SET synchronous_commit = local;
+GRANT ALL ON work_done TO local_committer;
+ALTER SYSTEM SET synchronous_standby_names = 'nobody';
+SELECT pg_reload_conf();});
+my @as_role = (extra_params => [ '-U', 'local_committer' ]);
+is($node->safe_psql('postgres', 'INSERT INTO work_done VALUES (6) RETURNING 1', @as_role),
+	'1', 'a plain write by the role returns without the synchronous standby');
+my $grant = $node->background_psql('postgres', @as_role);
+$grant->query_until(qr/sent/,
+	"\\echo sent\nSELECT dlock.try_acquire('sync', '1 h', 'local-committer');\n");
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE usename = 'local_committer' AND wait_event = 'SyncRep'}),
+	'a grant by the same role waits for the synchronous standby');
+$node->safe_psql('postgres', q{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = 'local_committer';
+ALTER SYSTEM RESET synchronous_standby_names;
+SELECT pg_reload_conf();});
+$grant->quit;
 
 $node->stop;
 done_testing();

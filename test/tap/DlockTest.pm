@@ -15,7 +15,7 @@ our @EXPORT = qw(
 
 # The first token issued on a new history (a promoted standby, a
 # point-in-time recovery, a restored dump) by a database whose sequence
-# stood below 2^40: the sequence jumps to 2 * 2^40 (see src/core/fencing.h).
+# stood below 2^40: the sequence jumps to 2 * 2^40 (see src/core/tokens.h).
 use constant FIRST_NEW_EPOCH_TOKEN => (2 << 40) + 1;
 
 # Bytes of WAL inserted but not yet flushed.
