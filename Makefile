@@ -26,7 +26,7 @@ REGRESS = lease_api lease_errors lease_isolation_levels lease_state fencing advi
 ifdef DLOCK_TESTING
 REGRESS += boundary
 endif
-ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read fenced_update assert_held fence_race advisory_waits lease_admin row_changed reinstall
+ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait repeatable_read fenced_update assert_held fence_race advisory_waits lease_admin row_changed reinstall epoch_switch protect_locks
 ISOLATION_OPTS = --inputdir=test/isolation
 
 # PGXS would also compile every .cpp to LLVM bitcode with clang, dropping

@@ -11,6 +11,14 @@ namespace dlock::pg {
 // 42809 for an index or a composite type.
 Relation open_target(Oid relid, LOCKMODE mode);
 
+// The same checks without opening or locking anything, for a statement
+// that takes its own locks after its own privilege checks; returns the
+// relation's schema-qualified, quoted name.
+const char* target_name(Oid relid);
+
+// Schema-qualified, quoted name of an open relation.
+const char* qualified_name(Relation rel);
+
 // The fence column's attribute number: a user column of rel (42703
 // otherwise) of type bigint (42804 otherwise). Runs for every row the
 // protect trigger sees, so it reads the tuple descriptor, not the catalog.

@@ -203,9 +203,7 @@ DLOCK_FUNCTION(dlock_fenced_update) {
         pstrdup(quote_identifier(column)), qualified_type(att),
         equality_operator(att->atttypid, column), value_is_null(match, column)};
   }
-  const char* qualified =
-      quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-                                 RelationGetRelationName(rel));
+  const char* qualified = qualified_name(rel);
   table_close(rel, NoLock);
 
   SqlText sql = build_sql(qualified, quote_identifier(fence), set_specs, n_set,

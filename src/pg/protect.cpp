@@ -11,12 +11,6 @@
 namespace dlock::pg {
 namespace {
 
-const char* qualified_name(Relation rel) {
-  return quote_qualified_identifier(
-      get_namespace_name(RelationGetNamespace(rel)),
-      RelationGetRelationName(rel));
-}
-
 // Runs a DDL statement as the caller, with the caller's privileges.
 void run_ddl(const char* sql) {
   spi_connect();
@@ -31,8 +25,9 @@ DLOCK_FUNCTION(dlock_protect) {
   require(fcinfo, 0, "target");
   require(fcinfo, 1, "fence_column");
   const char* column = NameStr(*PG_GETARG_NAME(1));
-  // The lock CREATE TRIGGER takes, so that it need not upgrade ours.
-  Relation rel = open_target(PG_GETARG_OID(0), ShareRowExclusiveLock);
+  // Locked only as a SELECT would, for the column check: CREATE TRIGGER
+  // checks the caller's privileges before it takes its own lock.
+  Relation rel = open_target(PG_GETARG_OID(0), AccessShareLock);
   fence_column(rel, column);
   const char* sql = psprintf(
       "CREATE OR REPLACE TRIGGER dlock_protect BEFORE INSERT OR UPDATE ON %s"
@@ -46,11 +41,11 @@ DLOCK_FUNCTION(dlock_protect) {
 // dlock.unprotect(target regclass) RETURNS void
 DLOCK_FUNCTION(dlock_unprotect) {
   require(fcinfo, 0, "target");
-  Relation rel = open_target(PG_GETARG_OID(0), AccessExclusiveLock);
-  const char* sql = psprintf("DROP TRIGGER IF EXISTS dlock_protect ON %s",
-                             qualified_name(rel));
-  table_close(rel, NoLock);
-  run_ddl(sql);
+  // Nothing is locked here: DROP TRIGGER checks the caller's privileges
+  // before it takes its ACCESS EXCLUSIVE lock, so a role that may not drop
+  // the trigger cannot queue behind the table's readers and stall them.
+  run_ddl(psprintf("DROP TRIGGER IF EXISTS dlock_protect ON %s",
+                   target_name(PG_GETARG_OID(0))));
   PG_RETURN_VOID();
 }
 
