@@ -186,6 +186,7 @@ SELECT regress.outcome($$SELECT dlock.fence(NULL, 1)$$) AS null_resource;
 SELECT regress.outcome($$SELECT dlock.fence('ledger', NULL)$$) AS null_token;
 SELECT regress.outcome($$SELECT dlock.fence('', 1)$$) AS empty_resource;
 SELECT (regress.error_of($$SELECT dlock.fence('', 1)$$)).message AS empty_resource_message;
+SELECT regress.outcome($$SELECT dlock.fence(repeat('r', 256), 1)$$) AS long_resource;
 SELECT token = :t2 AS unchanged FROM dlock.fences WHERE resource = 'ledger';
 
 -- assert_held(): the lease is held with this token now.

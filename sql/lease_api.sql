@@ -113,6 +113,8 @@ SELECT token FROM dlock.acquire('queue', interval '5 min', interval '0 s', 'dave
 SET statement_timeout = '200ms';
 \set VERBOSITY sqlstate
 SELECT dlock.acquire('queue', interval '5 s', interval '10 s', 'erin');
+-- The longest timeout waits too (its deadline does not overflow).
+SELECT dlock.acquire('queue', interval '5 s', interval '106751991 days', 'erin');
 \set VERBOSITY default
 RESET statement_timeout;
 SELECT owner FROM dlock.get('queue');

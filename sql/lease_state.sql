@@ -25,6 +25,9 @@ SELECT dlock.lease_state(NULL, NULL, '0', now()) IS NULL AS no_expiry,
 SELECT dlock.lease_state(NULL, '2026-01-01', '100000000 days', '2026-06-01') AS delay_past_the_end,
        dlock.lease_state(NULL, 'infinity', '1 day', '2026-06-01') AS expires_at_infinity,
        dlock.lease_state(NULL, '-infinity', '-1 day', '2026-06-01') AS expired_at_minus_infinity;
+-- Any interval gets an answer, even one beyond the microsecond range.
+SELECT dlock.lease_state(NULL, now(), '2147483647 months 2147483647 days', now()) AS huge_delay,
+       dlock.lease_state(NULL, now(), '-2147483648 months -2147483648 days', now()) AS huge_negative_delay;
 -- A lock-delay is an exact duration, as everywhere in dlock: a day is
 -- 24 hours even across a daylight-saving change (calendar arithmetic would
 -- say expired here).

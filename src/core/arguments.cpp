@@ -27,7 +27,8 @@ void check_size(std::string_view value, std::size_t limit, const char* what,
 }  // namespace
 
 void check_name(std::string_view name, const char* what) {
-  check_size(name, kMaxNameBytes, what, "The name", "");
+  check_size(name, kMaxNameBytes, what, ("The " + std::string(what)).c_str(),
+             "");
 }
 
 void check_owner(std::string_view owner) {

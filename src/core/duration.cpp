@@ -17,6 +17,16 @@ Micros duration(const IntervalFields& interval, const char* what) {
   return total;
 }
 
+Micros saturated_duration(const IntervalFields& interval) {
+  __int128 total = (static_cast<__int128>(interval.months) * kDaysPerMonth +
+                    interval.days) *
+                       kMicrosPerDay +
+                   interval.time;
+  if (total > INT64_MAX) return INT64_MAX;
+  if (total < INT64_MIN) return INT64_MIN;
+  return static_cast<Micros>(total);
+}
+
 std::string describe_duration(Micros us) {
   std::string text = std::to_string(us / 1000);
   if (Micros frac = us % 1000; frac != 0) {

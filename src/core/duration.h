@@ -26,6 +26,10 @@ struct IntervalFields {
 // result does not fit in 64 bits.
 Micros duration(const IntervalFields& interval, const char* what);
 
+// The same, clamped to the int64 range instead of throwing, for a function
+// that must answer for any interval (dlock.lease_state).
+Micros saturated_duration(const IntervalFields& interval);
+
 // A duration for messages: "1500 ms", or "1500.25 ms" when not whole.
 std::string describe_duration(Micros us);
 

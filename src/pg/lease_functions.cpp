@@ -83,7 +83,10 @@ DLOCK_FUNCTION(dlock_acquire) {
                 "Use dlock.try_acquire(), or call dlock.acquire() in a READ "
                 "COMMITTED transaction.");
   }
-  Micros deadline = GetCurrentTimestamp() + timeout;
+  Micros deadline;
+  if (__builtin_add_overflow(GetCurrentTimestamp(), timeout, &deadline)) {
+    deadline = PG_INT64_MAX;  // longer than any server will run
+  }
   dlock::Backoff backoff(static_cast<uint64_t>(MyProcPid) ^
                          static_cast<uint64_t>(GetCurrentTimestamp()));
   // Each attempt's allocations go to a context reset before the next, so

@@ -11,9 +11,11 @@ DLOCK_FUNCTION(dlock_lease_state) {
   dlock::LeaseRow row;
   row.released = !PG_ARGISNULL(0);
   row.expires_at = PG_GETARG_TIMESTAMPTZ(1);
-  row.lock_delay = PG_ARGISNULL(2) ? 0
-                                   : dlock::pg::duration_of(PG_GETARG_DATUM(2),
-                                                            "lock_delay");
+  // Any interval gets an answer (dlock.lease_state raises no error).
+  row.lock_delay =
+      PG_ARGISNULL(2) ? 0
+                      : dlock::saturated_duration(dlock::pg::interval_fields(
+                            PG_GETARG_INTERVAL_P(2)));
   dlock::LeaseState state = dlock::lease_state(row, PG_GETARG_TIMESTAMPTZ(3));
   PG_RETURN_TEXT_P(cstring_to_text(dlock::state_name(state)));
 }

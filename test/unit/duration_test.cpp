@@ -101,5 +101,15 @@ TEST(DescribeDuration, WholeAndFractionalMilliseconds) {
   EXPECT_EQ(describe_duration(-250), "-0.25 ms");
 }
 
+TEST(SaturatedDuration, ExactWhereItFitsClampedWhereNot) {
+  EXPECT_EQ(saturated_duration(iv(3 * kHour + 4, 2, 1)),
+            32 * kMicrosPerDay + 3 * kHour + 4);
+  EXPECT_EQ(saturated_duration(iv(-1)), -1);
+  EXPECT_EQ(saturated_duration(iv(kInt64Max, 1)), kInt64Max);
+  EXPECT_EQ(saturated_duration(iv(0, kInt32Max, kInt32Max)), kInt64Max);
+  EXPECT_EQ(saturated_duration(iv(kInt64Min, -1)), kInt64Min);
+  EXPECT_EQ(saturated_duration(iv(0, kInt32Min, kInt32Min)), kInt64Min);
+}
+
 }  // namespace
 }  // namespace dlock
