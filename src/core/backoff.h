@@ -1,4 +1,4 @@
-// Sleep schedule for dlock.acquire(): capped exponential backoff with full
+// Sleep schedule for dlock.acquire(): capped exponential backoff with equal
 // jitter (each sleep uniform in [ceiling/2, ceiling], the ceiling doubling
 // from `first` up to `max`; 2 ms and 100 ms by default), never sleeping past
 // the holder's expiry or the caller's deadline. Pure C++: the glue sleeps on
