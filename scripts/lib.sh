@@ -4,7 +4,8 @@
 set -euo pipefail
 
 DLOCK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PG_BIN=/usr/lib/postgresql/15/bin
+# PG_BIN may point at another PostgreSQL 15 installation (its bin directory).
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 export PATH="$PG_BIN:$PATH"
 
 # initdb and pg_ctl refuse to run as root: as root the server runs as the
@@ -41,9 +42,10 @@ ensure_packages() {
 # Builds and installs dlock; extra arguments go to make (DLOCK_TESTING=1).
 build_and_install() {
   log "building dlock $*"
-  make -C "$DLOCK_ROOT" -s clean
-  make -C "$DLOCK_ROOT" -s -j2 "$@"
-  as_root make -C "$DLOCK_ROOT" -s install "$@" >/dev/null
+  local pg_config="PG_CONFIG=$PG_BIN/pg_config"
+  make -C "$DLOCK_ROOT" -s "$pg_config" clean
+  make -C "$DLOCK_ROOT" -s -j2 "$pg_config" "$@"
+  as_root make -C "$DLOCK_ROOT" -s "$pg_config" install "$@" >/dev/null
 }
 
 # Starts a new cluster in a fresh temporary directory and points libpq's
