@@ -81,4 +81,13 @@ Micros check_optional_duration(const std::optional<IntervalFields>& value,
   return us;
 }
 
+void check_min_hold(Micros min_hold, Micros max_hold) {
+  if (max_hold > 0 && min_hold > max_hold) {
+    throw Error(sqlstate::invalid_parameter_value,
+                "min_hold must not exceed max_hold",
+                "min_hold is " + describe_duration(min_hold) +
+                    "; max_hold is " + describe_duration(max_hold) + ".");
+  }
+}
+
 }  // namespace dlock

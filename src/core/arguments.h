@@ -38,4 +38,8 @@ Micros check_timeout(const IntervalFields& timeout);
 Micros check_optional_duration(const std::optional<IntervalFields>& value,
                                const char* what, Micros max_ttl);
 
+// A min_hold longer than the grant's max_hold could never be honoured
+// (22023). Both in microseconds, 0 for none.
+void check_min_hold(Micros min_hold, Micros max_hold);
+
 }  // namespace dlock

@@ -3,7 +3,10 @@
 namespace dlock {
 
 LeaseState lease_state(const LeaseRow& row, Micros now) {
-  if (row.released) return LeaseState::released;
+  if (row.released) {
+    return free_at(row) > now ? LeaseState::released_early
+                              : LeaseState::released;
+  }
   if (row.expires_at > now) return LeaseState::held;
   if (free_at(row) > now) return LeaseState::lock_delay;
   return LeaseState::expired;
@@ -19,6 +22,8 @@ const char* state_name(LeaseState state) {
       return "expired";
     case LeaseState::released:
       return "released";
+    case LeaseState::released_early:
+      return "released-early";
   }
   return "unknown";
 }
@@ -29,6 +34,7 @@ Grant decide_grant(const std::optional<LeaseRow>& row, Micros now) {
     case LeaseState::held:
       return row->same_owner ? Grant::same_token : Grant::busy;
     case LeaseState::lock_delay:
+    case LeaseState::released_early:
       return Grant::busy;
     case LeaseState::expired:
     case LeaseState::released:
@@ -45,6 +51,7 @@ NotHeld why_not_held(const std::optional<LeaseRow>& row, std::int64_t token,
     case LeaseState::held:
       return NotHeld::held;
     case LeaseState::released:
+    case LeaseState::released_early:
       return NotHeld::released;
     case LeaseState::lock_delay:
     case LeaseState::expired:

@@ -20,23 +20,27 @@ struct LeaseRow {
   std::int64_t token = 0;
   Micros expires_at = 0;
   bool released = false;
-  bool same_owner = false;  // row owner equals the caller's owner
-  Micros lock_delay = 0;    // Chubby's lock-delay, after an unreleased expiry
+  bool same_owner = false;    // row owner equals the caller's owner
+  Micros lock_delay = 0;      // Chubby's lock-delay, after an unreleased expiry
+  Micros min_hold_until = 0;  // acquired_at + min_hold; 0: no min_hold
 };
 
 enum class LeaseState {
-  held,        // granted, not released, unexpired
-  lock_delay,  // expired without release, inside its lock-delay: not free
-  expired,     // expired without release, past its lock-delay: free
-  released,    // released (or force-released): free
+  held,            // granted, not released, unexpired
+  lock_delay,      // expired without release, inside its lock-delay: not free
+  expired,         // expired without release, past its lock-delay: free
+  released,        // released (or force-released): free
+  released_early,  // released inside its min_hold: not free until it ends
 };
 
-// When another owner may take the lease: at once if released, else at
-// expiry plus the lock-delay (a holder that vanished without releasing may
-// still be writing; the delay gives its writes time to drain). Saturates
-// instead of overflowing (SQL may pass 'infinity').
+// When another owner may take the lease: once released, at the end of its
+// min_hold (ShedLock's lockAtLeastFor: a job that finished early still
+// keeps the lease for its period); else at expiry plus the lock-delay (a
+// holder that vanished without releasing may still be writing; the delay
+// gives its writes time to drain). Saturates instead of overflowing (SQL
+// may pass 'infinity').
 inline Micros free_at(const LeaseRow& row) {
-  if (row.released) return 0;
+  if (row.released) return row.min_hold_until;
   Micros at;
   if (__builtin_add_overflow(row.expires_at, row.lock_delay, &at)) {
     return row.lock_delay > 0 ? INT64_MAX : INT64_MIN;
@@ -48,7 +52,8 @@ inline Micros free_at(const LeaseRow& row) {
 // longer held, and one whose lock-delay ends at `now` is free.
 LeaseState lease_state(const LeaseRow& row, Micros now);
 
-// The state's name in SQL: "held", "lock-delay", "expired", "released".
+// The state's name in SQL: "held", "lock-delay", "expired", "released",
+// "released-early".
 const char* state_name(LeaseState state);
 
 inline bool is_held(const LeaseRow& row, Micros now) {
@@ -68,7 +73,7 @@ inline Micros capped_expiry(Micros now, Micros ttl, Micros acquired_at,
 
 // What an acquisition does with the lease it found.
 enum class Grant {
-  busy,        // held by another owner, or in its lock-delay: NULL
+  busy,        // held by another owner, or in its lock-delay or min_hold
   create,      // no row yet: insert one with a new token
   new_token,   // free (released or expired): take it with a new token
   same_token,  // already held by this owner: extend, keep the token

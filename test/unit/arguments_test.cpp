@@ -186,5 +186,14 @@ TEST(CheckReason, LongerIsRejectedWithTheSize) {
   EXPECT_EQ(e.detail(), "The reason has 502 bytes; the limit is 500.");
 }
 
+TEST(CheckMinHold, AtMostMaxHoldWhenThereIsOne) {
+  EXPECT_NO_THROW(check_min_hold(0, 0));
+  EXPECT_NO_THROW(check_min_hold(5'000'000, 0));  // no max_hold
+  EXPECT_NO_THROW(check_min_hold(5'000'000, 5'000'000));
+  Error e = error_of([] { check_min_hold(5'000'001, 5'000'000); });
+  EXPECT_STREQ(e.sqlstate(), "22023");
+  EXPECT_STREQ(e.what(), "min_hold must not exceed max_hold");
+}
+
 }  // namespace
 }  // namespace dlock

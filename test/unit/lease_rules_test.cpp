@@ -192,24 +192,58 @@ TEST(LeaseState, NamesAsSqlShowsThem) {
   EXPECT_STREQ(state_name(LeaseState::lock_delay), "lock-delay");
   EXPECT_STREQ(state_name(LeaseState::expired), "expired");
   EXPECT_STREQ(state_name(LeaseState::released), "released");
+  EXPECT_STREQ(state_name(LeaseState::released_early), "released-early");
+}
+
+// Released inside its min_hold, a lease is nobody's and free for nobody
+// until acquired_at + min_hold; the edge is exclusive, as for expiry.
+TEST(MinHold, ReleasedEarlyStaysUnavailableUntilItEnds) {
+  LeaseRow r = row(4, kNow + 1'000'000, true, true);
+  r.min_hold_until = kNow + 500;
+  EXPECT_EQ(lease_state(r, kNow), LeaseState::released_early);
+  EXPECT_EQ(lease_state(r, kNow + 499), LeaseState::released_early);
+  EXPECT_EQ(lease_state(r, kNow + 500), LeaseState::released);
+  EXPECT_EQ(free_at(r), kNow + 500);
+  EXPECT_EQ(decide_grant(r, kNow + 499), Grant::busy);  // the owner too
+  EXPECT_EQ(decide_grant(r, kNow + 500), Grant::new_token);
+  EXPECT_EQ(why_not_held(r, 4, kNow), NotHeld::released);
+  EXPECT_FALSE(is_held(r, kNow));
+}
+
+// min_hold changes nothing for a grant that is not released: it is held
+// until its expiry and free after the lock-delay, as before.
+TEST(MinHold, DoesNotHoldBackAnExpiry) {
+  LeaseRow r = row(4, kNow, false, false);
+  r.min_hold_until = kNow + 1'000'000;
+  r.lock_delay = 100;
+  EXPECT_EQ(lease_state(r, kNow - 1), LeaseState::held);
+  EXPECT_EQ(lease_state(r, kNow + 99), LeaseState::lock_delay);
+  EXPECT_EQ(lease_state(r, kNow + 100), LeaseState::expired);
+  EXPECT_EQ(decide_grant(r, kNow + 100), Grant::new_token);
 }
 
 // The grant decision and why_not_held follow the state at every instant.
 TEST(LeaseState, DecisionsFollowIt) {
   for (bool released : {false, true}) {
     for (Micros delay : {Micros{0}, Micros{500}}) {
-      for (Micros at = kNow - 2; at <= kNow + 502; ++at) {
-        LeaseRow r = row(3, kNow, released, false);
-        r.lock_delay = delay;
-        LeaseState state = lease_state(r, at);
-        Grant grant = decide_grant(r, at);
-        EXPECT_EQ(grant == Grant::busy,
-                  state == LeaseState::held || state == LeaseState::lock_delay)
-            << at;
-        EXPECT_EQ(is_held(r, at), state == LeaseState::held) << at;
-        EXPECT_EQ(why_not_held(r, 3, at) == NotHeld::held,
-                  state == LeaseState::held)
-            << at;
+      for (Micros min_hold_until : {Micros{0}, kNow + 300}) {
+        for (Micros at = kNow - 2; at <= kNow + 502; ++at) {
+          LeaseRow r = row(3, kNow, released, false);
+          r.lock_delay = delay;
+          r.min_hold_until = min_hold_until;
+          LeaseState state = lease_state(r, at);
+          Grant grant = decide_grant(r, at);
+          EXPECT_EQ(grant == Grant::busy,
+                    state == LeaseState::held ||
+                        state == LeaseState::lock_delay ||
+                        state == LeaseState::released_early)
+              << at;
+          EXPECT_EQ(is_held(r, at), state == LeaseState::held) << at;
+          EXPECT_EQ(why_not_held(r, 3, at) == NotHeld::held,
+                    state == LeaseState::held)
+              << at;
+          EXPECT_EQ(free_at(r) > at, grant == Grant::busy) << at;
+        }
       }
     }
   }
