@@ -60,7 +60,7 @@ BEGIN
     RETURN (SELECT extversion FROM pg_extension WHERE extname = 'dlock');
 END $$;
 SELECT v AS from_version, regress.update_from(v) AS updated_to
-  FROM unnest(ARRAY['0.1.0', '0.2.0', '0.3.0']) AS v;
+  FROM unnest(ARRAY['0.1.0', '0.2.0', '0.3.0', '0.4.0']) AS v;
 
 DROP EXTENSION dlock;
 -- Nothing is left behind: no schema, no object, no trigger function.
@@ -85,13 +85,43 @@ SELECT path, count(*) AS objects FROM regress.upgraded GROUP BY path ORDER BY pa
 -- What was compared.
 SELECT object FROM regress.dlock_objects() ORDER BY object;
 
--- The library serves a database whose SQL objects are still at 0.3.0 until
--- it is updated, except sweep, which needs dlock.lease_state (55000 and a
--- hint to update, not a missing function).
+-- The library needs the SQL objects of its own version: with older ones
+-- each lease function raises 55000 with a hint to update, never a
+-- missing column or function.
 DROP EXTENSION dlock;
-CREATE EXTENSION dlock VERSION '0.3.0';
-SELECT count(*) AS granted FROM dlock.try_acquire('old-objects', '1 min', 'w');
-SELECT dlock.release_all('w') AS released_all;
+CREATE EXTENSION dlock VERSION '0.4.0';
+SELECT code, hint FROM regress.error_of($$SELECT dlock.try_acquire('old-objects', '1 min', 'w')$$);
+SELECT code, hint FROM regress.error_of($$SELECT dlock.release_all('w')$$);
 SELECT code, hint FROM regress.error_of('SELECT dlock.sweep()');
 ALTER EXTENSION dlock UPDATE;
 SELECT dlock.sweep('0 s') AS swept;
+
+-- An update that replaces a function's signature (dlock.replace_function)
+-- carries over what users granted and revoked on the old one, and the new
+-- one's initial privileges stay dlock's own, so pg_dump still dumps the
+-- users' changes.
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock VERSION '0.4.0';
+CREATE ROLE regress_app NOLOGIN;
+GRANT EXECUTE ON FUNCTION dlock.try_acquire(text, interval, text) TO regress_app WITH GRANT OPTION;
+REVOKE EXECUTE ON FUNCTION dlock.release(text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dlock.release(text, bigint) TO regress_app;
+-- A user's view on an old signature stops the update and is named.
+CREATE VIEW regress.uses_old_release AS SELECT dlock.release('x', 1) AS released;
+SELECT code, message, detail FROM regress.error_of('ALTER EXTENSION dlock UPDATE');
+SELECT extversion FROM pg_extension WHERE extname = 'dlock';
+DROP VIEW regress.uses_old_release;
+ALTER EXTENSION dlock UPDATE;
+SELECT p.oid::regprocedure AS function,
+       CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS grantee,
+       a.privilege_type, a.is_grantable
+  FROM pg_proc AS p, aclexplode(p.proacl) AS a
+ WHERE p.oid IN ('dlock.try_acquire'::regproc, 'dlock.release'::regproc)
+   AND a.grantee <> p.proowner
+ ORDER BY 1, 2;
+SELECT count(*) AS init_privs_of_replaced
+  FROM pg_init_privs
+ WHERE objoid IN ('dlock.try_acquire'::regproc, 'dlock.release'::regproc);
+SELECT obj_description('dlock.try_acquire'::regproc, 'pg_proc') LIKE 'Grants the lease%' AS commented;
+DROP EXTENSION dlock;
+DROP ROLE regress_app;

@@ -5,6 +5,7 @@
 #include "boundary.h"
 #include "gate.h"
 #include "intervals.h"
+#include "lease_queue.h"
 #include "lease_row.h"
 #include "lease_value.h"
 #include "relations.h"
@@ -38,7 +39,8 @@ SavedPlan rows_of_owner = {
 // Free since before $1: released before it, or expired past the lock-delay
 // by then (see dlock.lease_state).
 #define DLOCK_FREE_BEFORE_1                                               \
-  "dlock.lease_state(s.released_at, s.expires_at, s.lock_delay, $1)"      \
+  "dlock.lease_state(s.released_at, s.expires_at, s.lock_delay, $1,"      \
+  "                  s.acquired_at OPERATOR(pg_catalog.+) s.min_hold)"    \
   " OPERATOR(pg_catalog.=) ANY ('{released,expired}'::pg_catalog.text[])" \
   " AND (s.released_at IS NULL"                                           \
   "      OR s.released_at OPERATOR(pg_catalog.<) $1)"
@@ -70,6 +72,7 @@ DLOCK_FUNCTION(dlock_force_release) {
   const char* reason = required_text(fcinfo, 1, "reason");
   dlock::check_reason(reason);
   PreventCommandIfReadOnly("dlock.force_release()");
+  require_current_sql_objects();
   wait_gate(name);
   TimestampTz now = GetCurrentTimestamp();
   const char* by = GetUserNameFromId(GetUserId(), false);
@@ -84,6 +87,7 @@ DLOCK_FUNCTION(dlock_force_release) {
   }
   owner_spi_finish(spi);
   if (!forced) PG_RETURN_NULL();
+  wake_queue_head(name);
   ereport(
       log_grants ? LOG : DEBUG1,
       (errmsg_internal(
@@ -104,6 +108,7 @@ DLOCK_FUNCTION(dlock_release_all) {
   }
   dlock::check_owner(owner);
   PreventCommandIfReadOnly("dlock.release_all()");
+  require_current_sql_objects();
   OwnerSpi spi = owner_spi_connect();
   Datum args[1] = {CStringGetTextDatum(owner)};
   int n = static_cast<int>(run_plan(rows_of_owner, args, " "));
@@ -142,7 +147,7 @@ DLOCK_FUNCTION(dlock_sweep) {
                 "older_than must not be negative");
   }
   PreventCommandIfReadOnly("dlock.sweep()");
-  require_lease_state_function();
+  require_current_sql_objects();
   TimestampTz before = GetCurrentTimestamp() - older_than;
   OwnerSpi spi = owner_spi_connect();
   Datum args[2] = {TimestampTzGetDatum(before), Int32GetDatum(kSweepBatch)};

@@ -41,7 +41,12 @@ std::optional<IntervalFields> optional_interval(FunctionCallInfo fcinfo,
 }
 
 const char* owner_arg(FunctionCallInfo fcinfo, int arg) {
-  if (PG_ARGISNULL(arg)) return default_owner();
+  const char* owner = optional_owner(fcinfo, arg);
+  return owner != nullptr ? owner : default_owner();
+}
+
+const char* optional_owner(FunctionCallInfo fcinfo, int arg) {
+  if (PG_NARGS() <= arg || PG_ARGISNULL(arg)) return nullptr;
   const char* owner = text_to_cstring(PG_GETARG_TEXT_PP(arg));
   dlock::check_owner(owner);
   return owner;

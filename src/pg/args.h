@@ -26,4 +26,7 @@ std::optional<IntervalFields> optional_interval(FunctionCallInfo fcinfo,
 // NULL.
 const char* owner_arg(FunctionCallInfo fcinfo, int arg);
 
+// An owner a call must match: checked (22023), or NULL when NULL or absent.
+const char* optional_owner(FunctionCallInfo fcinfo, int arg);
+
 }  // namespace dlock::pg

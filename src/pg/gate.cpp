@@ -5,9 +5,10 @@ namespace dlock::pg {
 namespace {
 
 constexpr uint16 kGateKeySpace = 3;
-constexpr uint16 kWaitingKeySpace = 4;
 
-LOCKTAG lease_tag(const char* name, uint16 key_space) {
+}  // namespace
+
+LOCKTAG lease_lock_tag(const char* name, uint16 key_space) {
   uint64 key = hash_bytes_extended(reinterpret_cast<const unsigned char*>(name),
                                    static_cast<int>(strlen(name)), 0);
   LOCKTAG tag;
@@ -16,12 +17,8 @@ LOCKTAG lease_tag(const char* name, uint16 key_space) {
   return tag;
 }
 
-}  // namespace
-
-LOCKTAG gate_tag(const char* name) { return lease_tag(name, kGateKeySpace); }
-
-LOCKTAG waiting_tag(const char* name) {
-  return lease_tag(name, kWaitingKeySpace);
+LOCKTAG gate_tag(const char* name) {
+  return lease_lock_tag(name, kGateKeySpace);
 }
 
 bool try_gate(const LOCKTAG& gate) {

@@ -10,6 +10,10 @@
 
 namespace dlock::pg {
 
+// A lock tag in one of dlock's advisory key spaces (field 4) on the hash
+// of a lease name.
+LOCKTAG lease_lock_tag(const char* name, uint16 key_space);
+
 LOCKTAG gate_tag(const char* name);
 
 // Does not wait: false means a write of this lease is in flight elsewhere.
@@ -20,10 +24,5 @@ void release_gate(const LOCKTAG& gate);
 void wait_gate(const char* name);
 // Shared with other readers (assert_held): writers wait for them.
 void share_gate(const char* name);
-
-// The same key in dlock's "waiting" key space (field 4 = 4): held shared by
-// sessions waiting in dlock.acquire() for the lease, so that
-// dlock.lock_waits can show who waits for which lease.
-LOCKTAG waiting_tag(const char* name);
 
 }  // namespace dlock::pg

@@ -4,7 +4,9 @@
 #include "durability.h"
 #include "gate.h"
 #include "intervals.h"
+#include "lease_queue.h"
 #include "lease_row.h"
+#include "lock_wait.h"
 #include "settings.h"
 
 namespace dlock::pg {
@@ -12,13 +14,14 @@ namespace dlock::pg {
 namespace {
 
 // The row as the grant decision sees it: the same owner name under a role
-// that may not act for the lease's role is another owner.
+// that may not act for the lease's role is another owner, and so is the
+// default owner (see attempt_grant()).
 std::optional<LeaseRow> rules_view(const std::optional<StoredLease>& row,
-                                   const char* owner) {
+                                   const LeaseRequest& req) {
   if (!row) return std::nullopt;
   LeaseRow rules = rules_row(*row);
-  rules.same_owner =
-      strcmp(row->owner, owner) == 0 && may_act_for(row->acquired_by);
+  rules.same_owner = req.explicit_owner && strcmp(row->owner, req.owner) == 0 &&
+                     may_act_for(row->acquired_by);
   return rules;
 }
 
@@ -46,25 +49,45 @@ LeaseRequest lease_request(FunctionCallInfo fcinfo, int owner_argno) {
   req.name = required_name(fcinfo, 0, "lease name");
   req.ttl = dlock::check_ttl(
       interval_fields(required_interval(fcinfo, 1, "ttl")), max_ttl());
+  req.explicit_owner = optional_owner(fcinfo, owner_argno) != nullptr;
   req.owner = owner_arg(fcinfo, owner_argno);
   req.lock_delay = dlock::check_optional_duration(
       optional_interval(fcinfo, owner_argno + 1), "lock_delay", max_ttl());
   req.max_hold = dlock::check_optional_duration(
       optional_interval(fcinfo, owner_argno + 2), "max_hold", max_ttl());
+  req.min_hold = dlock::check_optional_duration(
+      optional_interval(fcinfo, owner_argno + 3), "min_hold", max_ttl());
+  dlock::check_min_hold(req.min_hold, req.max_hold);
   return req;
 }
 
-bool attempt_grant(const LeaseRequest& req, Granted* out, Micros* holder_left) {
+Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
+                      Granted* out, Micros* free_in) {
+  LOCKTAG gate = gate_tag(req.name);
+  // The head takes the gate before it reads: a release in flight sets the
+  // head's latch before it commits, so the head must wait for that
+  // transaction to end, or it would read the lease as still held and sleep
+  // through the release.
+  if (who.head && !lock_until(gate, ExclusiveLock, who.deadline)) {
+    return Attempt::timed_out;
+  }
   std::optional<StoredLease> row = read_lease(req.name);
   Micros now = GetCurrentTimestamp();
-  *holder_left = 0;
-  std::optional<LeaseRow> rules = rules_view(row, req.owner);
-  if (dlock::decide_grant(rules, now) == Grant::busy) {
-    *holder_left = dlock::free_at(*rules) - now;
-    return false;
+  *free_in = 0;
+  std::optional<LeaseRow> rules = rules_view(row, req);
+  Grant first = dlock::decide_grant(rules, now);
+  if (first == Grant::busy) {
+    if (who.head) release_gate(gate);
+    *free_in = dlock::free_at(*rules) - now;
+    return Attempt::busy;
   }
-  LOCKTAG gate = gate_tag(req.name);
-  if (!try_gate(gate)) return false;
+  if (who.head) {
+    require_client();
+  } else if ((first != Grant::same_token && others_queued(req.name)) ||
+             !try_gate(gate)) {
+    // The owner's retry of its held grant never waits behind the queue.
+    return Attempt::busy;
+  }
 
   // Decided again when writing, on the row version written: the lease may
   // have changed between the read and the gate, and time has passed.
@@ -72,12 +95,14 @@ bool attempt_grant(const LeaseRequest& req, Granted* out, Micros* holder_left) {
   GrantTerms terms;
   for (;;) {
     now = GetCurrentTimestamp();
-    kind = dlock::decide_grant(rules_view(row, req.owner), now);
+    std::optional<LeaseRow> current = rules_view(row, req);
+    kind = dlock::decide_grant(current, now);
     if (kind == Grant::busy) {
       // Nothing was granted, so do not keep others from the lease for the
       // rest of the transaction.
       release_gate(gate);
-      return false;
+      *free_in = dlock::free_at(*current) - now;
+      return Attempt::busy;
     }
     // A retry of a held grant keeps that grant's start and max_hold.
     terms.now = now;
@@ -89,6 +114,7 @@ bool attempt_grant(const LeaseRequest& req, Granted* out, Micros* holder_left) {
     terms.ttl = exact_interval(req.ttl);
     terms.lock_delay = exact_interval(req.lock_delay);
     terms.max_hold = req.max_hold > 0 ? exact_interval(req.max_hold) : nullptr;
+    terms.min_hold = req.min_hold > 0 ? exact_interval(req.min_hold) : nullptr;
     if (write_grant(kind, req.name, row ? &*row : nullptr, req.owner, terms,
                     &out->token) == RowWrite::written) {
       break;
@@ -100,7 +126,7 @@ bool attempt_grant(const LeaseRequest& req, Granted* out, Micros* holder_left) {
   out->expires_at = terms.expires_at;
   if (log_grants) log_grant(req, kind, row, out->token);
   commit_durably();
-  return true;
+  return Attempt::granted;
 }
 
 }  // namespace dlock::pg

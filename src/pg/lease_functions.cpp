@@ -9,6 +9,7 @@
 #include "gate.h"
 #include "grant.h"
 #include "intervals.h"
+#include "lease_queue.h"
 #include "lease_row.h"
 #include "lease_value.h"
 #include "release.h"
@@ -18,7 +19,6 @@
 namespace dlock::pg {
 namespace {
 
-DLOCK_PLAIN_STRUCT(Backoff);
 DLOCK_PLAIN_STRUCT(std::optional<StoredLease>);
 
 // Raises LD002 for a token that does not hold its lease, or LD003 if dlock
@@ -52,6 +52,19 @@ DLOCK_PLAIN_STRUCT(std::optional<StoredLease>);
                     "have overlapped with another holder.");
 }
 
+// LD002 for renew(..., owner => ...) naming an owner that is not the
+// grant's: a token is a capability, and the owner check keeps a client
+// from using a token it was never granted.
+[[noreturn]] void raise_other_owner(const char* name, int64 token,
+                                    const char* owner) {
+  throw_error(sqlstate::lease_not_held,
+              psprintf("lease \"%s\" is not held with token %lld by owner "
+                       "\"%s\"",
+                       name, static_cast<long long>(token), owner),
+              "Another owner holds the lease with this token.",
+              "Use the token of your own grant.");
+}
+
 Datum granted_value(FunctionCallInfo fcinfo, const LeaseRequest& req,
                     const Granted& g) {
   return lease_value(fcinfo, req.name, req.owner, g.token, g.acquired_at,
@@ -64,11 +77,15 @@ DLOCK_FUNCTION(dlock_try_acquire) {
   LeaseRequest req = lease_request(fcinfo, 2);
   PreventCommandIfReadOnly("dlock.try_acquire()");
   Granted g;
-  Micros holder_left;
-  if (!attempt_grant(req, &g, &holder_left)) PG_RETURN_NULL();
+  Micros free_in;
+  if (attempt_grant(req, kOutsideQueue, &g, &free_in) != Attempt::granted) {
+    PG_RETURN_NULL();
+  }
   return granted_value(fcinfo, req, g);
 }
 
+// Waits in the lease's queue (lease_queue.h), then as its head until the
+// lease is free, woken by releases and at the holder's free_at.
 DLOCK_FUNCTION(dlock_acquire) {
   LeaseRequest req = lease_request(fcinfo, 3);
   Micros timeout = dlock::check_timeout(
@@ -83,45 +100,41 @@ DLOCK_FUNCTION(dlock_acquire) {
                 "Use dlock.try_acquire(), or call dlock.acquire() in a READ "
                 "COMMITTED transaction.");
   }
-  Micros deadline;
-  if (__builtin_add_overflow(GetCurrentTimestamp(), timeout, &deadline)) {
-    deadline = PG_INT64_MAX;  // longer than any server will run
+  Deadline deadline = Deadline::after(dlock::monotonic_now(), timeout);
+  const char* timed_out =
+      psprintf("could not acquire lease \"%s\" within the timeout", req.name);
+  const char* waited = psprintf("Waited %s.", duration_text(timeout));
+  Granted g;
+  Micros free_in;
+  // Free, and nobody queued: no queue at all.
+  if (attempt_grant(req, kOutsideQueue, &g, &free_in) == Attempt::granted) {
+    return granted_value(fcinfo, req, g);
   }
-  dlock::Backoff backoff(static_cast<uint64_t>(MyProcPid) ^
-                         static_cast<uint64_t>(GetCurrentTimestamp()));
+  LOCKTAG queue = queue_tag(req.name);
+  if (!join_queue(queue, deadline)) {
+    throw_error(sqlstate::lock_not_available, timed_out, waited);
+  }
   // Each attempt's allocations go to a context reset before the next, so
   // a long wait does not accumulate memory.
   MemoryContext attempt_cxt = AllocSetContextCreate(
       CurrentMemoryContext, "dlock acquire attempt", ALLOCSET_SMALL_SIZES);
   MemoryContext call_cxt = MemoryContextSwitchTo(attempt_cxt);
-  Granted g;
-  Micros holder_left;
-  // While it waits, the session holds a shared lock in dlock's "waiting"
-  // key space, so that dlock.lock_waits can show who waits for which lease.
-  LOCKTAG waiting = waiting_tag(req.name);
-  bool advertised = false;
-  while (!attempt_grant(req, &g, &holder_left)) {
-    MemoryContextReset(attempt_cxt);
-    if (!advertised) {
-      (void)LockAcquire(&waiting, ShareLock, false, false);
-      advertised = true;
-    }
-    Micros now = GetCurrentTimestamp();
-    if (now >= deadline) {
-      MemoryContextSwitchTo(call_cxt);
-      throw_error(sqlstate::lock_not_available,
-                  psprintf("could not acquire lease \"%s\" within the timeout",
-                           req.name),
-                  psprintf("Waited %s.", duration_text(timeout)));
-    }
-    Micros sleep = backoff.next_sleep(holder_left, deadline - now);
-    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-                    static_cast<long>((sleep + 999) / 1000), PG_WAIT_EXTENSION);
+  Attempter head{true, deadline};
+  for (;;) {
+    // Reset before reading the lease: a release from now on sets it again.
     ResetLatch(MyLatch);
-    CHECK_FOR_INTERRUPTS();
+    MemoryContextReset(attempt_cxt);
+    Attempt a = attempt_grant(req, head, &g, &free_in);
+    if (a == Attempt::granted) break;
+    Micros left = deadline.left(dlock::monotonic_now());
+    if (a == Attempt::timed_out || left == 0) {
+      MemoryContextSwitchTo(call_cxt);
+      throw_error(sqlstate::lock_not_available, timed_out, waited);
+    }
+    sleep_as_head(dlock::sleep_ms(free_in, left));
   }
-  if (advertised) LockRelease(&waiting, ShareLock, false);
   MemoryContextSwitchTo(call_cxt);
+  leave_queue(queue);
   return granted_value(fcinfo, req, g);
 }
 
@@ -133,6 +146,7 @@ DLOCK_FUNCTION(dlock_renew) {
                    ? 0
                    : dlock::check_ttl(interval_fields(PG_GETARG_INTERVAL_P(2)),
                                       max_ttl());
+  const char* owner = optional_owner(fcinfo, 3);
   PreventCommandIfReadOnly("dlock.renew()");
   wait_gate(name);
   std::optional<StoredLease> row = read_lease(name);
@@ -142,6 +156,9 @@ DLOCK_FUNCTION(dlock_renew) {
     dlock::NotHeld why = dlock::why_not_held(
         row ? std::optional(rules_row(*row)) : std::nullopt, token, now);
     if (why != dlock::NotHeld::held) raise_not_held(name, token, row, why);
+    if (owner != nullptr && strcmp(owner, row->owner) != 0) {
+      raise_other_owner(name, token, owner);
+    }
     // The lease's current TTL, still within today's dlock.max_ttl.
     if (keep_ttl) ttl = dlock::check_ttl(interval_fields(row->ttl), max_ttl());
     // Never past the grant's max_hold.
@@ -184,14 +201,18 @@ DLOCK_FUNCTION(dlock_assert_held) {
 DLOCK_FUNCTION(dlock_release) {
   const char* name = required_name(fcinfo, 0, "lease name");
   int64 token = required_token(fcinfo, 1);
+  const char* owner = optional_owner(fcinfo, 2);
   PreventCommandIfReadOnly("dlock.release()");
   bool first_write = !TransactionIdIsValid(GetTopTransactionIdIfAny());
   // Judged before taking the gate: a release that cannot succeed (wrong
-  // token, not held) must not hold the gate, or any role could keep the
-  // holder from renewing by releasing with a wrong token in an open
-  // transaction.
+  // token or owner, not held) must not hold the gate, or any role could
+  // keep the holder from renewing by releasing with a wrong token in an
+  // open transaction.
   std::optional<StoredLease> row = read_lease(name);
-  if (!held_with(row, token, GetCurrentTimestamp())) PG_RETURN_BOOL(false);
+  if (!held_with(row, token, GetCurrentTimestamp()) ||
+      (owner != nullptr && strcmp(owner, row->owner) != 0)) {
+    PG_RETURN_BOOL(false);
+  }
   check_may_act(name, token, row);
   wait_gate(name);
   bool released = release_gated(name, token, row);

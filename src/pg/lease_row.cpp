@@ -13,12 +13,12 @@ namespace {
 SavedPlan insert_lease = {
     "INSERT INTO dlock.lease_store"
     "       (name, token, acquired_at, expires_at, ttl, acquired_by, owner,"
-    "        lock_delay, max_hold, backend_pid, backend_start)"
-    " VALUES ($1, $7, $4, $5, $6, $3, $2, $8, $9, $10, $11)"
+    "        lock_delay, max_hold, backend_pid, backend_start, min_hold)"
+    " VALUES ($1, $7, $4, $5, $6, $3, $2, $8, $9, $10, $11, $12)"
     " ON CONFLICT (name) DO NOTHING",
-    11,
+    12,
     {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID,
-     INT8OID, INTERVALOID, INTERVALOID, INT4OID, TIMESTAMPTZOID},
+     INT8OID, INTERVALOID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INTERVALOID},
     nullptr};
 
 SavedPlan select_for_share = {"SELECT " DLOCK_LEASE_COLUMNS
@@ -122,7 +122,7 @@ RowWrite update_row(const StoredLease& row, const ColumnValue* columns,
 // entries anyway).
 RowWrite insert_row(const char* name, const char* owner, Datum role,
                     const GrantTerms& terms, int64 token) {
-  Datum args[11] = {
+  Datum args[12] = {
       CStringGetTextDatum(name),
       CStringGetTextDatum(owner),
       role,
@@ -134,10 +134,13 @@ RowWrite insert_row(const char* name, const char* owner, Datum role,
       PointerGetDatum(terms.max_hold),
       Int32GetDatum(MyProcPid),
       TimestampTzGetDatum(MyStartTimestamp),
+      PointerGetDatum(terms.min_hold),
   };
+  char nulls[] = "            ";
+  if (terms.max_hold == nullptr) nulls[8] = 'n';
+  if (terms.min_hold == nullptr) nulls[11] = 'n';
   OwnerSpi spi = owner_spi_connect();
-  uint64 created = run_plan(insert_lease, args,
-                            terms.max_hold ? "           " : "        n  ");
+  uint64 created = run_plan(insert_lease, args, nulls);
   owner_spi_finish(spi);
   return created == 1 ? RowWrite::written : RowWrite::changed;
 }
@@ -165,6 +168,8 @@ StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
       heap_getattr(tuple, kColLockDelay, desc, &isnull), "lock_delay");
   Datum max_hold = heap_getattr(tuple, kColMaxHold, desc, &isnull);
   lease.max_hold = isnull ? 0 : duration_of(max_hold, "max_hold");
+  Datum min_hold = heap_getattr(tuple, kColMinHold, desc, &isnull);
+  lease.min_hold = isnull ? 0 : duration_of(min_hold, "min_hold");
   lease.forced_by = text_or_null(tuple, kColForcedBy, desc);
   lease.force_reason = text_or_null(tuple, kColForceReason, desc);
   lease.acquired_by = text_or_null(tuple, kColAcquiredBy, desc);
@@ -174,8 +179,13 @@ StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
 }
 
 LeaseRow rules_row(const StoredLease& row) {
-  return LeaseRow{row.token, row.expires_at, row.released, false,
-                  row.lock_delay};
+  LeaseRow rules;
+  rules.token = row.token;
+  rules.expires_at = row.expires_at;
+  rules.released = row.released;
+  rules.lock_delay = row.lock_delay;
+  rules.min_hold_until = row.min_hold > 0 ? row.acquired_at + row.min_hold : 0;
+  return rules;
 }
 
 std::optional<StoredLease> read_lease(const char* name) {
@@ -251,6 +261,7 @@ RowWrite write_grant(Grant kind, const char* name, const StoredLease* row,
       {kColBackendStart, TimestampTzGetDatum(MyStartTimestamp), false},
       {kColForcedBy, 0, true},
       {kColForceReason, 0, true},
+      {kColMinHold, PointerGetDatum(terms.min_hold), terms.min_hold == nullptr},
   };
   return update_row(*row, columns, lengthof(columns));
 }

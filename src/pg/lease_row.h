@@ -29,12 +29,13 @@ enum LeaseColumn : AttrNumber {
   kColBackendStart,
   kColForcedBy,
   kColForceReason,
-  kColumnCount = kColForceReason,
+  kColMinHold,
+  kColumnCount = kColMinHold,
 };
 #define DLOCK_LEASE_COLUMNS                                        \
   "name, token, acquired_at, expires_at, ttl, acquired_by, owner," \
   " released_at, renew_count, lock_delay, max_hold, backend_pid,"  \
-  " backend_start, forced_by, force_reason"
+  " backend_start, forced_by, force_reason, min_hold"
 
 // A lease row as last committed (or as written earlier by this
 // transaction). Strings and the interval are palloc'd.
@@ -48,6 +49,7 @@ struct StoredLease {
   bool released;
   Micros lock_delay;         // 0: none
   Micros max_hold;           // 0: none
+  Micros min_hold;           // 0: none
   const char* forced_by;     // who force-released it, or NULL
   const char* force_reason;  // and why
   const char* acquired_by;   // the role that acquired it
@@ -88,6 +90,7 @@ struct GrantTerms {
   Interval* ttl;
   Interval* lock_delay;
   Interval* max_hold;  // NULL: none
+  Interval* min_hold;  // NULL: none
 };
 DLOCK_PLAIN_STRUCT(GrantTerms);
 

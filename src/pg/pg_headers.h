@@ -5,6 +5,8 @@
 // StringInfo.
 #pragma once
 
+#include <algorithm>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -14,7 +16,7 @@
 
 #include "../core/advisory_key.h"
 #include "../core/arguments.h"
-#include "../core/backoff.h"
+#include "../core/deadline.h"
 #include "../core/duration.h"
 #include "../core/errors.h"
 #include "../core/fenced_update_sql.h"
@@ -44,6 +46,8 @@ extern "C" {
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "libpq/libpq-be.h"
+#include "libpq/libpq.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -52,6 +56,8 @@ extern "C" {
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/sinvaladt.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -67,6 +73,7 @@ extern "C" {
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 }

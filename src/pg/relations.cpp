@@ -54,13 +54,14 @@ Oid dlock_relation(DlockRelation which) {
 
 uint64 relations_generation() { return generation; }
 
-void require_lease_state_function() {
+void require_current_sql_objects() {
   (void)dlock_relation(DlockRelation::lease_store);  // registers callbacks
   if (lease_state_checked == generation) return;
-  Oid types[4] = {TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, TIMESTAMPTZOID};
+  Oid types[5] = {TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, TIMESTAMPTZOID,
+                  TIMESTAMPTZOID};
   List* name = list_make2(makeString(pstrdup("dlock")),
                           makeString(pstrdup("lease_state")));
-  if (!OidIsValid(LookupFuncName(name, 4, types, true))) {
+  if (!OidIsValid(LookupFuncName(name, 5, types, true))) {
     raise_sql_objects_outdated();
   }
   lease_state_checked = generation;

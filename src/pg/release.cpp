@@ -1,4 +1,5 @@
 #include "release.h"
+#include "lease_queue.h"
 #include "settings.h"
 
 namespace dlock::pg {
@@ -17,6 +18,7 @@ bool release_gated(const char* name, int64 token,
     CHECK_FOR_INTERRUPTS();
     row = read_lease(name);
   }
+  wake_queue_head(name);
   if (log_grants) {
     ereport(LOG, (errmsg_internal(
                      "dlock: lease \"%s\" released with token %lld after "
