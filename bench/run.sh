@@ -11,8 +11,7 @@
 # never granted), never because a target is missed.
 set -euo pipefail
 
-source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
-BENCH_DIR="$DLOCK_ROOT/bench"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 ROUNDS=${BENCH_ROUNDS:-9}
 RUN_SECONDS=${BENCH_SECONDS:-3}
@@ -29,16 +28,9 @@ die() {
 ensure_packages
 build_and_install
 
-# Durable commits; checkpoints far enough apart that none lands inside a
-# run. pg_stat_statements counts how many attempts won (the release
-# statement runs only after a grant); it costs every variant the same.
-start_cluster \
-  "fsync = on" \
-  "synchronous_commit = on" \
-  "full_page_writes = on" \
-  "shared_buffers = 256MB" \
-  "max_wal_size = 4GB" \
-  "checkpoint_timeout = 30min" \
+# pg_stat_statements counts how many attempts won (the release statement
+# runs only after a grant); it costs every variant the same.
+start_bench_cluster \
   "shared_preload_libraries = 'pg_stat_statements'" \
   "pg_stat_statements.track = top"
 
@@ -46,8 +38,6 @@ WORK=$(mktemp -d /tmp/dlock-bench.XXXXXX)
 trap 'stop_cluster; rm -rf "$WORK"' EXIT
 
 psql -X -q -v ON_ERROR_STOP=1 -f "$BENCH_DIR/setup.sql"
-
-sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
 
 # Attempts and grants since the last reset, from pg_stat_statements: an
 # attempt is a try_acquire / claim INSERT / try-lock, a grant is the release
@@ -174,12 +164,7 @@ done
 
 REPORT="$WORK/report.txt"
 {
-  echo "dlock benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "server: $(sql 'SHOW server_version'); $(nproc) CPUs;" \
-    "fsync=$(sql 'SHOW fsync') synchronous_commit=$(sql 'SHOW synchronous_commit')" \
-    "shared_buffers=$(sql 'SHOW shared_buffers')"
-  echo "commit: $(git -C "$DLOCK_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
-    [ -n "$(git -C "$DLOCK_ROOT" status --porcelain 2>/dev/null)" ] && echo ' (with local changes)')"
+  report_header "dlock benchmark"
   echo "$ROUNDS rounds x ${RUN_SECONDS}s per variant and configuration, interleaved;" \
     "measured part took ${elapsed}s"
   echo
