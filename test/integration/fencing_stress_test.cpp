@@ -55,6 +55,7 @@
 
 #include "forked_workers.h"
 #include "pg_client.h"
+#include "stress_support.h"
 
 namespace {
 
@@ -229,12 +230,6 @@ struct Pause {
   std::int64_t fence_at_resume = 0;  // the row's fence just before SIGCONT
   std::int64_t lease_token_at_resume = 0;
 };
-
-std::string join(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const std::string& l : lines) out += "\n  " + l;
-  return out;
-}
 
 // A fresh schema of the test's own, so the test can be rerun against the
 // same database; the extension is created if missing.
@@ -439,14 +434,14 @@ TEST(FencingStress, PausedHoldersAreFencedOff) {
   }
   EXPECT_GE(stale, static_cast<std::int64_t>(pauses.size()));
   EXPECT_GE(stale, 1) << "no late write was rejected";
-  EXPECT_TRUE(bad_rejections.empty()) << join(bad_rejections);
+  EXPECT_TRUE(bad_rejections.empty()) << stress::join(bad_rejections);
   EXPECT_EQ(no_row, 0) << "a fenced write matched no row";
 
   // Acknowledged writes: the values 1..N, each once, tokens strictly
   // increasing in that order.
   EXPECT_TRUE(repeated_values.empty())
       << "two acknowledged writes wrote the same value (a lost update):"
-      << join(repeated_values);
+      << stress::join(repeated_values);
   ASSERT_GT(acknowledged, 0);
   std::int64_t expected_value = 1;
   std::int64_t previous_token = 0;
@@ -467,7 +462,7 @@ TEST(FencingStress, PausedHoldersAreFencedOff) {
     expected_value = value + 1;
     previous_token = w.token;
   }
-  EXPECT_TRUE(order_errors.empty()) << join(order_errors);
+  EXPECT_TRUE(order_errors.empty()) << stress::join(order_errors);
   const std::int64_t last_value = acknowledged_by_value.rbegin()->first;
   const std::int64_t last_token = acknowledged_by_value.rbegin()->second.token;
   EXPECT_EQ(last_value, acknowledged);

@@ -9,7 +9,6 @@
 // as the clients were granted.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -21,14 +20,13 @@
 #include <vector>
 
 #include "pg_client.h"
+#include "stress_support.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 constexpr char kTtl[] = "5 s";
-// Errors kept per client for the failure message; the count is exact.
-constexpr std::size_t kErrorsKept = 5;
 
 // How a client asks for the lease.
 enum class Mode { try_acquire, acquire };
@@ -48,21 +46,7 @@ struct ClientStats {
   std::int64_t timeouts = 0;        // acquire raised 55P03
   std::int64_t failed_releases = 0; // release returned false
   std::int64_t odd_leases = 0;      // lease with the wrong owner or ttl
-  std::int64_t error_count = 0;     // any other error
-  std::vector<std::string> errors;  // the first few of them
-};
-
-// Waits until every client is connected, so the race starts at once.
-class StartLine {
- public:
-  explicit StartLine(int parties) : waiting_(parties) {}
-  void arrive_and_wait() {
-    waiting_.fetch_sub(1);
-    while (waiting_.load() > 0) std::this_thread::yield();
-  }
-
- private:
-  std::atomic<int> waiting_;
+  stress::ErrorLog errors;          // any other error
 };
 
 // A fresh schema of the test's own, so the test can be rerun against the
@@ -127,7 +111,7 @@ bool take_lease(pgc::Connection& c, const Config& cfg, const std::string& name,
   return true;
 }
 
-void run_client(const Config& cfg, int index, StartLine& start,
+void run_client(const Config& cfg, int index, stress::StartLine& start,
                 ClientStats& stats) {
   const std::string owner = "stress-client-" + std::to_string(index);
   std::mt19937 rng(static_cast<unsigned>(index) * 7919u +
@@ -136,16 +120,8 @@ void run_client(const Config& cfg, int index, StartLine& start,
   std::uniform_int_distribution<std::size_t> pick(0, cfg.names.size() - 1);
   std::uniform_int_distribution<int> pause_us(0, 1000);
 
-  std::optional<pgc::Connection> conn;
-  try {
-    conn.emplace();
-    // A stuck server must fail the test, not hang it.
-    conn->exec("SET statement_timeout = '60s'");
-  } catch (const pgc::PgError& e) {
-    ++stats.error_count;
-    stats.errors.push_back(e.what());
-  }
-  start.arrive_and_wait();
+  std::optional<pgc::Connection> conn =
+      stress::connect_at_start(start, "60s", stats.errors);
   if (!conn) return;
   pgc::Connection& c = *conn;
 
@@ -179,11 +155,8 @@ void run_client(const Config& cfg, int index, StartLine& start,
           name, token, owner, acquired_at);
       c.exec("COMMIT");
     } catch (const std::exception& e) {
-      ++stats.error_count;
-      if (stats.errors.size() < kErrorsKept) {
-        stats.errors.push_back(owner + " cycle " + std::to_string(cycle) +
-                               ": " + e.what());
-      }
+      stats.errors.add(owner + " cycle " + std::to_string(cycle) + ": " +
+                       e.what());
       // Leave no transaction open; a dead connection ends the client.
       if (PQstatus(c.get()) != CONNECTION_OK) return;
       c.try_exec("ROLLBACK");
@@ -199,14 +172,13 @@ struct Totals {
   std::int64_t timeouts = 0;
   std::int64_t failed_releases = 0;
   std::int64_t odd_leases = 0;
-  std::int64_t error_count = 0;
-  std::vector<std::string> errors;
+  stress::ErrorLog errors;
   double seconds = 0;
 };
 
 Totals run_clients(const Config& cfg) {
   std::vector<ClientStats> stats(cfg.clients);
-  StartLine start(cfg.clients);
+  stress::StartLine start(cfg.clients);
   auto began = Clock::now();
   {
     std::vector<std::thread> threads;
@@ -227,16 +199,9 @@ Totals run_clients(const Config& cfg) {
     t.timeouts += s.timeouts;
     t.failed_releases += s.failed_releases;
     t.odd_leases += s.odd_leases;
-    t.error_count += s.error_count;
-    t.errors.insert(t.errors.end(), s.errors.begin(), s.errors.end());
+    t.errors.add_all(s.errors);
   }
   return t;
-}
-
-std::string join(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const std::string& l : lines) out += "\n  " + l;
-  return out;
 }
 
 // Checks the audit trail, counters and dlock.leases against what the
@@ -244,7 +209,8 @@ std::string join(const std::vector<std::string>& lines) {
 void check_invariants(const Config& cfg, const Totals& t) {
   pgc::Connection c;
 
-  EXPECT_EQ(t.error_count, 0) << "unexpected errors:" << join(t.errors);
+  EXPECT_EQ(t.errors.count, 0)
+      << "unexpected errors:" << stress::join(t.errors.first);
   EXPECT_EQ(t.failed_releases, 0) << "dlock.release returned false";
   EXPECT_EQ(t.odd_leases, 0) << "a lease with the wrong owner or ttl";
 
@@ -318,7 +284,7 @@ TEST(Stress, TryAcquireManyClientsFewNames) {
   report("try_acquire", t);
 
   EXPECT_GT(t.busy, 0) << "no contention: the test did not race";
-  EXPECT_EQ(t.all_grants + t.busy + t.error_count,
+  EXPECT_EQ(t.all_grants + t.busy + t.errors.count,
             std::int64_t{cfg.clients} * cfg.cycles)
       << "every cycle ends granted, busy or in error";
   check_invariants(cfg, t);
