@@ -33,6 +33,15 @@ SELECT dlock.release('n1', 1) AS release_again;
 UPDATE dlock.lease_store SET acquired_at = acquired_at - interval '10 s' WHERE name = 'n1';
 SELECT state FROM dlock.leases WHERE name = 'n1';
 SELECT token, owner FROM dlock.try_acquire('n1', '30 s', 'other');
+-- An administrator's force_release frees a lease inside its min_hold.
+SELECT token AS early FROM dlock.try_acquire('n7', '30 s', 'o7', min_hold => '1 h') \gset
+SELECT dlock.release('n7', :early) AS released;
+SELECT state FROM dlock.leases WHERE name = 'n7';
+SELECT owner FROM dlock.force_release('n7', 'the report is needed again');
+SELECT state, min_hold, forced_by = current_user AS forced FROM dlock.leases WHERE name = 'n7';
+SELECT token > :early AS taken FROM dlock.try_acquire('n7', '30 s', 'other');
+SELECT dlock.force_release('n7', 'again') IS NOT NULL AS forced_held;
+SELECT dlock.force_release('n7', 'nothing left') IS NULL AS nothing_to_force;
 -- min_hold does not hold back an expiry: an unreleased grant is free at
 -- its expiry (and lock-delay) as before.
 SELECT regress.expire('n2', true);

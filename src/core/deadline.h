@@ -35,10 +35,11 @@ class Deadline {
 // milliseconds holds (a longer wait sleeps again).
 constexpr Micros kLongestSleep = INT32_MAX * Micros{1000};
 
-// How long the head of a lease's queue sleeps: until the holder's grant
-// frees the lease (free_in > 0) or the deadline, whichever comes first, and
-// at most kLongestSleep; a release wakes it earlier. Rounded up to whole
-// milliseconds so that it never wakes just before the moment it waits for.
+// How long the head of a lease's queue sleeps, or a wait's timer runs:
+// until the holder's grant frees the lease (free_in > 0) or the deadline,
+// whichever comes first, and at most kLongestSleep; a release wakes the
+// head earlier. Rounded up to whole milliseconds so that it never wakes
+// just before the moment it waits for.
 int sleep_ms(Micros free_in, Micros deadline_left);
 
 }  // namespace dlock

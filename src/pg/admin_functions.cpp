@@ -16,12 +16,17 @@
 namespace dlock::pg {
 namespace {
 
-// Ends the grant, whoever holds it, recording who and why.
+// Ends the grant, whoever holds it, recording who and why; a lease
+// released inside its min_hold is freed at once too (an administrator's
+// override of the grant's terms).
 SavedPlan force_release = {
     "UPDATE dlock.lease_store"
-    "   SET released_at = $2, forced_by = $3, force_reason = $4"
+    "   SET released_at = coalesce(released_at, $2), min_hold = NULL,"
+    "       forced_by = $3, force_reason = $4"
     " WHERE name OPERATOR(pg_catalog.=) $1"
-    "   AND released_at IS NULL"
+    "   AND (released_at IS NULL"
+    "        OR acquired_at OPERATOR(pg_catalog.+) min_hold"
+    "           OPERATOR(pg_catalog.>) $2)"
     " RETURNING " DLOCK_LEASE_COLUMNS,
     4,
     {TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},

@@ -122,6 +122,11 @@ Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
     CHECK_FOR_INTERRUPTS();
     row = read_lease(req.name);
   }
+  // A retry with a shorter ttl can free the lease sooner than the head
+  // of its queue expects.
+  if (kind == Grant::same_token && terms.expires_at < row->expires_at) {
+    wake_queue_head(req.name);
+  }
   out->acquired_at = kind == Grant::same_token ? row->acquired_at : now;
   out->expires_at = terms.expires_at;
   if (log_grants) log_grant(req, kind, row, out->token);

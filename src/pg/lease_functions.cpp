@@ -12,6 +12,7 @@
 #include "lease_queue.h"
 #include "lease_row.h"
 #include "lease_value.h"
+#include "relations.h"
 #include "release.h"
 #include "settings.h"
 #include "tokens.h"
@@ -166,6 +167,8 @@ DLOCK_FUNCTION(dlock_renew) {
         dlock::capped_expiry(now, ttl, row->acquired_at, row->max_hold);
     if (write_renew(*row, expires_at, exact_interval(ttl)) ==
         RowWrite::written) {
+      // A shorter ttl can free the lease sooner than the head expects.
+      if (expires_at < row->expires_at) wake_queue_head(name);
       commit_durably();  // like a grant
       return lease_value(fcinfo, name, row->owner, token, row->acquired_at,
                          expires_at);
@@ -178,6 +181,7 @@ DLOCK_FUNCTION(dlock_renew) {
 DLOCK_FUNCTION(dlock_assert_held) {
   const char* name = required_name(fcinfo, 0, "lease name");
   int64 token = required_token(fcinfo, 1);
+  require_current_sql_objects();
   // Shares the gate with other asserts; grants, renewals and releases of
   // the lease wait for (or, for grants, give up on) this transaction.
   share_gate(name);

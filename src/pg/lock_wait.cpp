@@ -13,15 +13,12 @@ volatile sig_atomic_t waiting = false;
 volatile sig_atomic_t deadline_reached = false;
 volatile Micros waiting_until = 0;
 
-int timer_ms(Micros left) {
-  return static_cast<int>(std::min(left, kLongestSleep - 999) + 999) / 1000;
-}
 
 void on_deadline_timer() {
   if (!waiting) return;
   Micros left = waiting_until - dlock::monotonic_now();
   if (left > 0) {
-    enable_timeout_after(deadline_timer, timer_ms(left));
+    enable_timeout_after(deadline_timer, dlock::sleep_ms(0, left));
     return;
   }
   // Ends the lock manager's sleep the way statement_timeout does: as a
@@ -51,7 +48,7 @@ bool lock_until(const LOCKTAG& tag, LOCKMODE mode, Deadline deadline) {
   deadline_reached = false;
   waiting_until = deadline.at();
   waiting = true;
-  enable_timeout_after(deadline_timer, timer_ms(left));
+  enable_timeout_after(deadline_timer, dlock::sleep_ms(0, left));
 
   MemoryContext cxt = CurrentMemoryContext;
   volatile bool timed_out = false;
