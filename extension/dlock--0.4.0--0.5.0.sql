@@ -131,10 +131,6 @@ SELECT dlock.replace_function('dlock.renew(text, bigint, interval)',
 SELECT dlock.replace_function('dlock.release(text, bigint)',
                               'dlock.release(text, bigint, text)');
 
--- The views read the old dlock.lease_state: they are created again below.
-DROP VIEW dlock.leases;
-DROP VIEW dlock.lock_waits;
-
 CREATE FUNCTION dlock.lease_state(released_at timestamptz, expires_at timestamptz,
                                   lock_delay interval, at timestamptz,
                                   min_hold_until timestamptz DEFAULT NULL)
@@ -144,12 +140,13 @@ LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION dlock.lease_state(timestamptz, timestamptz, interval, timestamptz, timestamptz) IS
     'A lease row''s state at a time: released (released-early while at < min_hold_until), held (expires_at > at), lock-delay (expires_at + lock_delay > at) or expired; the rule the lease functions follow.';
 
-SELECT dlock.replace_function('dlock.lease_state(timestamptz, timestamptz, interval, timestamptz)',
-                              'dlock.lease_state(timestamptz, timestamptz, interval, timestamptz, timestamptz)');
 
 -- ------------------------------------------------------------ views
 
-CREATE VIEW dlock.leases WITH (security_invoker = true) AS
+-- Replaced in place (each gains a column at its end), so that privileges
+-- and users' views on them stay; then nothing reads the old lease_state.
+
+CREATE OR REPLACE VIEW dlock.leases WITH (security_invoker = true) AS
 SELECT s.name,
        s.owner,
        s.token,
@@ -190,7 +187,7 @@ COMMENT ON VIEW dlock.leases IS
 -- dlock.acquire() (the lock manager's queue in dlock's key space 4, the
 -- head holding it) behind the lease's holder (NULL pid when the session
 -- that acquired it is gone).
-CREATE VIEW dlock.lock_waits WITH (security_invoker = true) AS
+CREATE OR REPLACE VIEW dlock.lock_waits WITH (security_invoker = true) AS
 SELECT w.pid AS waiter_pid,
        wa.usename AS waiter_role,
        wa.application_name AS waiter_application,
@@ -274,4 +271,6 @@ SELECT w.pid,
 COMMENT ON VIEW dlock.lock_waits IS
     'One row per waiter -> blocker edge in this database: advisory locks, dlock lease gates, and sessions queued in dlock.acquire() behind a lease''s holder (queue_position 1 is next); with both sessions and whether the blocker is idle in transaction.';
 
-GRANT SELECT ON dlock.leases, dlock.lock_waits TO PUBLIC;
+
+SELECT dlock.replace_function('dlock.lease_state(timestamptz, timestamptz, interval, timestamptz)',
+                              'dlock.lease_state(timestamptz, timestamptz, interval, timestamptz, timestamptz)');

@@ -106,6 +106,10 @@ CREATE ROLE regress_app NOLOGIN;
 GRANT EXECUTE ON FUNCTION dlock.try_acquire(text, interval, text) TO regress_app WITH GRANT OPTION;
 REVOKE EXECUTE ON FUNCTION dlock.release(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dlock.release(text, bigint) TO regress_app;
+-- The views are replaced in place: a user's view on them and a revoke
+-- on them stay.
+CREATE VIEW regress.my_leases AS SELECT name, state FROM dlock.leases;
+REVOKE SELECT ON dlock.lock_waits FROM PUBLIC;
 -- A user's view on an old signature stops the update and is named.
 CREATE VIEW regress.uses_old_release AS SELECT dlock.release('x', 1) AS released;
 SELECT code, message, detail FROM regress.error_of('ALTER EXTENSION dlock UPDATE');
@@ -123,5 +127,9 @@ SELECT count(*) AS init_privs_of_replaced
   FROM pg_init_privs
  WHERE objoid IN ('dlock.try_acquire'::regproc, 'dlock.release'::regproc);
 SELECT obj_description('dlock.try_acquire'::regproc, 'pg_proc') LIKE 'Grants the lease%' AS commented;
+SELECT count(*) AS my_leases FROM regress.my_leases;
+SELECT has_table_privilege('regress_app', 'dlock.lock_waits', 'SELECT') AS app_reads_lock_waits,
+       has_table_privilege('regress_app', 'dlock.leases', 'SELECT') AS app_reads_leases;
+DROP VIEW regress.my_leases;
 DROP EXTENSION dlock;
 DROP ROLE regress_app;
