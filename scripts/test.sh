@@ -50,6 +50,7 @@ tap() {
   local dir
   dir=$(mktemp -d /tmp/dlock-tap.XXXXXX)
   cp -r "$DLOCK_ROOT/test/tap" "$dir/t"
+  cp "$DLOCK_ROOT/README.md" "$dir/README.md"  # 007 runs its quickstart
   [ "$(id -u)" = 0 ] && chown -R postgres: "$dir"
   local pgxs_test
   pgxs_test=$(dirname "$(pg_config --pgxs)")/../../src/test
