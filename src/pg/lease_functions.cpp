@@ -135,7 +135,8 @@ DLOCK_FUNCTION(dlock_acquire) {
     sleep_as_head(dlock::sleep_ms(free_in, left));
   }
   MemoryContextSwitchTo(call_cxt);
-  leave_queue(queue);
+  // The queue lock stays until the grant's transaction ends: the next
+  // waiter becomes head once the lease it waits for is visibly held.
   return granted_value(fcinfo, req, g);
 }
 

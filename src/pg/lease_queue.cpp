@@ -8,6 +8,39 @@ namespace {
 
 constexpr uint16 kQueueKeySpace = 4;
 
+// Lease names whose queue head this transaction wakes when it ends (in
+// TopTransactionContext).
+List* heads_to_wake = NIL;
+bool wake_callback_registered = false;
+
+void wake_now(const char* name) {
+  LOCKTAG queue = queue_tag(name);
+  int holders = 0;
+  VirtualTransactionId* vxids =
+      GetLockConflicts(&queue, ExclusiveLock, &holders);
+  for (int i = 0; i < holders; ++i) {
+    // A backend that has moved on gets a spurious wake-up, which costs it
+    // one look at its own queue.
+    if (PGPROC* proc = BackendIdGetProc(vxids[i].backendId)) {
+      SetLatch(&proc->procLatch);
+    }
+  }
+  pfree(vxids);
+}
+
+// After the top-level transaction has released its locks: its writes are
+// visible and the gates it held are open (a prepared transaction keeps
+// them, and the woken head waits there).
+void wake_after_commit(ResourceReleasePhase phase, bool is_commit,
+                       bool is_top_level, void*) {
+  if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !is_top_level) return;
+  List* names = heads_to_wake;
+  heads_to_wake = NIL;
+  if (!is_commit) return;
+  ListCell* cell;
+  foreach (cell, names) wake_now(static_cast<const char*>(lfirst(cell)));
+}
+
 [[noreturn]] void client_lost() {
   ClientConnectionLost = true;
   InterruptPending = true;
@@ -37,23 +70,14 @@ bool join_queue(const LOCKTAG& queue, Deadline deadline) {
   return lock_until(queue, ExclusiveLock, deadline);
 }
 
-void leave_queue(const LOCKTAG& queue) {
-  LockRelease(&queue, ExclusiveLock, false);
-}
-
 void wake_queue_head(const char* name) {
-  LOCKTAG queue = queue_tag(name);
-  int holders = 0;
-  VirtualTransactionId* vxids =
-      GetLockConflicts(&queue, ExclusiveLock, &holders);
-  for (int i = 0; i < holders; ++i) {
-    // A backend that has moved on gets a spurious wake-up, which costs it
-    // one look at its own queue.
-    if (PGPROC* proc = BackendIdGetProc(vxids[i].backendId)) {
-      SetLatch(&proc->procLatch);
-    }
+  if (!wake_callback_registered) {
+    RegisterResourceReleaseCallback(wake_after_commit, nullptr);
+    wake_callback_registered = true;
   }
-  pfree(vxids);
+  MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+  heads_to_wake = lappend(heads_to_wake, pstrdup(name));
+  MemoryContextSwitchTo(old);
 }
 
 void sleep_as_head(int ms) {

@@ -5,9 +5,13 @@
 // pg_locks (and dlock.lock_waits), and sees deadlocks through them. The
 // session holding that lock is the head: the only waiter that waits for
 // the lease itself. It sleeps on its latch until the holder's grant ends;
-// whoever releases the lease sets that latch, with the lease's gate held,
-// so a release is never missed: a head that arrives later takes the gate
-// (waiting for the releasing transaction) before it reads the lease.
+// a transaction that frees the lease sets that latch once it has committed
+// and let go of its locks, so the head finds the lease free and its gate
+// open. A release is never missed: a head that arrives after that wake-up
+// reads the lease afterwards, and the head takes the gate before it reads
+// (after a PREPARE TRANSACTION it waits there for COMMIT PREPARED). A
+// granted head keeps its place until its transaction ends, so the next
+// waiter becomes head when the grant is committed.
 #pragma once
 
 #include "pg_headers.h"
@@ -24,12 +28,9 @@ bool others_queued(const char* name);
 // deadline came first; not queued any more).
 bool join_queue(const LOCKTAG& queue, Deadline deadline);
 
-// Leaves the queue early (granted); the next waiter becomes head at once.
-// An error leaves it with the (sub)transaction.
-void leave_queue(const LOCKTAG& queue);
-
-// Wakes the head of the lease's queue, if any: called by a release, with
-// the lease's gate held.
+// Wakes the head of the lease's queue, if any, once this transaction has
+// committed (or prepared) and released its locks: called by whatever
+// frees the lease or brings its end closer, with the lease's gate held.
 void wake_queue_head(const char* name);
 
 // The head sleeps: until its latch is set (a release), `ms` pass, or the

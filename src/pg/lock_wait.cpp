@@ -13,7 +13,6 @@ volatile sig_atomic_t waiting = false;
 volatile sig_atomic_t deadline_reached = false;
 volatile Micros waiting_until = 0;
 
-
 void on_deadline_timer() {
   if (!waiting) return;
   Micros left = waiting_until - dlock::monotonic_now();
