@@ -45,8 +45,9 @@ inline constexpr ErrorCode kErrorCodes[] = {
      "a required argument is NULL"},
     {sqlstate::invalid_parameter_value, "invalid_parameter_value",
      "empty or over-long name, owner, resource or reason; ttl ≤ 0 or above "
-     "`dlock.max_ttl`; a negative or over-long timeout, lock_delay or "
-     "max_hold; `changes`/`match` not a non-empty object; `changes` setting "
+     "`dlock.max_ttl`; a negative or over-long timeout, lock_delay, "
+     "max_hold or min_hold, or a min_hold above max_hold; `changes`/`match` "
+     "not a non-empty object; `changes` setting "
      "the fence column; target not a table; a match column without an "
      "equality operator"},
     {sqlstate::feature_not_supported, "feature_not_supported",

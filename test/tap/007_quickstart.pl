@@ -56,12 +56,17 @@ is($node->safe_psql('postgres', q{SELECT owner || ' ' || state FROM dlock.leases
 $node->safe_psql('postgres', "SELECT dlock.release('nightly-report', $other)");
 
 # Free: the two race; whoever gets it writes, renews and releases, the
-# other is told it is busy or runs after the first has released.
+# other is told it is busy or runs after the first has released. Each
+# holder has a grant of its own (a new token), never the other's.
+my $last_token = q{SELECT coalesce(pg_sequence_last_value('dlock.token_seq'), 0)};
+my $tokens_before = $node->safe_psql('postgres', $last_token);
 @r = run_clients(2);
 is_deeply([ map { $_->{rc} } @r ], [ 0, 0 ], 'racing: both clients finish without an error');
 my $holders = grep { !busy($_) } @r;
 cmp_ok($holders, '>=', 1, 'racing: at least one held the lease');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM dlock.lease_store WHERE owner = 'report-worker-1' AND released_at IS NULL}),
+cmp_ok($node->safe_psql('postgres', $last_token) - $tokens_before,
+	'>=', $holders, 'racing: each holder had a grant, and a token, of its own');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM dlock.lease_store WHERE owner LIKE 'report-worker-%' AND released_at IS NULL}),
 	'0', 'racing: every grant was released');
 is($node->safe_psql('postgres', q{SELECT status FROM reports}), 'done', 'racing: the report was written');
 is( $node->safe_psql('postgres', q{SELECT fence_token = (SELECT token FROM dlock.lease_store) FROM reports}),
