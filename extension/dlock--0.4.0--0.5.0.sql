@@ -60,7 +60,7 @@ BEGIN
             change.verb, change.privilege_type, new,
             CASE WHEN change.verb OPERATOR(pg_catalog.=) 'GRANT' THEN 'TO' ELSE 'FROM' END,
             CASE WHEN change.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                 ELSE pg_catalog.quote_ident(change.grantee::pg_catalog.regrole::pg_catalog.text) END,
+                 ELSE change.grantee::pg_catalog.regrole::pg_catalog.text END,
             CASE WHEN change.verb OPERATOR(pg_catalog.=) 'GRANT' AND change.is_grantable
                  THEN ' WITH GRANT OPTION' ELSE '' END);
     END LOOP;

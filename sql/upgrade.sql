@@ -102,10 +102,10 @@ SELECT dlock.sweep('0 s') AS swept;
 -- users' changes.
 DROP EXTENSION dlock;
 CREATE EXTENSION dlock VERSION '0.4.0';
-CREATE ROLE regress_app NOLOGIN;
-GRANT EXECUTE ON FUNCTION dlock.try_acquire(text, interval, text) TO regress_app WITH GRANT OPTION;
+CREATE ROLE "regress App" NOLOGIN;
+GRANT EXECUTE ON FUNCTION dlock.try_acquire(text, interval, text) TO "regress App" WITH GRANT OPTION;
 REVOKE EXECUTE ON FUNCTION dlock.release(text, bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION dlock.release(text, bigint) TO regress_app;
+GRANT EXECUTE ON FUNCTION dlock.release(text, bigint) TO "regress App";
 -- The views are replaced in place: a user's view on them and a revoke
 -- on them stay.
 CREATE VIEW regress.my_leases AS SELECT name, state FROM dlock.leases;
@@ -128,8 +128,8 @@ SELECT count(*) AS init_privs_of_replaced
  WHERE objoid IN ('dlock.try_acquire'::regproc, 'dlock.release'::regproc);
 SELECT obj_description('dlock.try_acquire'::regproc, 'pg_proc') LIKE 'Grants the lease%' AS commented;
 SELECT count(*) AS my_leases FROM regress.my_leases;
-SELECT has_table_privilege('regress_app', 'dlock.lock_waits', 'SELECT') AS app_reads_lock_waits,
-       has_table_privilege('regress_app', 'dlock.leases', 'SELECT') AS app_reads_leases;
+SELECT has_table_privilege('regress App', 'dlock.lock_waits', 'SELECT') AS app_reads_lock_waits,
+       has_table_privilege('regress App', 'dlock.leases', 'SELECT') AS app_reads_leases;
 DROP VIEW regress.my_leases;
 DROP EXTENSION dlock;
-DROP ROLE regress_app;
+DROP ROLE "regress App";
