@@ -44,6 +44,8 @@ SELECT regress.outcome($$SELECT dlock.release('ro', 1)$$) AS release_not_held;
 SELECT regress.outcome($$SELECT dlock.release_all('ro-owner')$$) AS release_all;
 SELECT regress.outcome($$SELECT dlock.force_release('ro', 'test')$$) AS force_release;
 SELECT regress.outcome($$SELECT dlock.sweep()$$) AS sweep;
+-- assert_held locks the lease's row, so it too is refused, naming itself.
+SELECT code, message FROM regress.error_of(format($$SELECT dlock.assert_held('ro', %s)$$, :ro_token));
 SELECT token = :ro_token AS same_token, owner FROM dlock.get('ro');
 SELECT state FROM dlock.leases WHERE name = 'ro';
 COMMIT;

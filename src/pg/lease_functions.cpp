@@ -182,6 +182,8 @@ DLOCK_FUNCTION(dlock_renew) {
 DLOCK_FUNCTION(dlock_assert_held) {
   const char* name = required_name(fcinfo, 0, "lease name");
   int64 token = required_token(fcinfo, 1);
+  // It locks the lease's row, which a read-only transaction may not.
+  PreventCommandIfReadOnly("dlock.assert_held()");
   require_current_sql_objects();
   // Shares the gate with other asserts; grants, renewals and releases of
   // the lease wait for (or, for grants, give up on) this transaction.
