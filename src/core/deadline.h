@@ -1,7 +1,7 @@
 // When a wait in dlock.acquire() ends, on the monotonic clock: a step of
 // the wall clock (NTP, an operator's date) neither stretches nor cuts a
 // timeout. Pure C++: the glue reads monotonic_now() and sleeps for what
-// next_sleep() returns.
+// sleep_ms() returns.
 #pragma once
 #include "plain_cpp.h"
 
@@ -24,7 +24,6 @@ class Deadline {
   Micros at() const { return at_; }
   // Time left at `now`, 0 once passed.
   Micros left(Micros now) const { return at_ > now ? at_ - now : 0; }
-  bool passed(Micros now) const { return now >= at_; }
 
  private:
   explicit Deadline(Micros at) : at_(at) {}

@@ -64,10 +64,10 @@ LeaseRequest lease_request(FunctionCallInfo fcinfo, int owner_argno) {
 Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
                       Granted* out, Micros* free_in) {
   LOCKTAG gate = gate_tag(req.name);
-  // The head takes the gate before it reads: a release in flight sets the
-  // head's latch before it commits, so the head must wait for that
-  // transaction to end, or it would read the lease as still held and sleep
-  // through the release.
+  // The head takes the gate before it reads, so it waits for a write of
+  // the lease still in flight (an uncommitted grant, or a release whose
+  // transaction is prepared) instead of reading the lease as it was: a
+  // lock wait PostgreSQL's deadlock detector sees.
   if (who.head && !lock_until(gate, ExclusiveLock, who.deadline)) {
     return Attempt::timed_out;
   }
