@@ -111,7 +111,7 @@ class Locker {
             : conn_.try_exec(kAdvisoryLock, id_.key);
     if (!r.ok()) {
       if (r.sqlstate() == "55P03") return false;
-      throw pgc::PgError(r.sqlstate(), r.error());
+      r.raise();
     }
     if (v_ == Variant::dlock) {
       if (r.isnull(0, 0)) throw pgc::PgError("", "dlock.acquire returned NULL");

@@ -1,5 +1,7 @@
 #include "pg_client.h"
 
+#include <poll.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +15,23 @@ std::string trimmed(const char* message) {
   std::string s = message ? message : "";
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
+}
+
+// How long an interruptible call waits on the socket before it asks
+// keep_waiting() again.
+constexpr int kWaitSliceMs = 50;
+
+// Waits until libpq's socket is readable (or writable) or timeout_ms
+// passed; false only when the socket is gone.
+bool wait_socket(PGconn* conn, bool for_write, int timeout_ms) {
+  int fd = PQsocket(conn);
+  if (fd < 0) return false;
+  pollfd p{fd, static_cast<short>(for_write ? POLLOUT : POLLIN), 0};
+  int n;
+  do {
+    n = poll(&p, 1, timeout_ms);
+  } while (n < 0 && errno == EINTR);
+  return n >= 0;
 }
 
 }  // namespace
@@ -55,6 +74,23 @@ std::string Result::error() const {
   if (!res_) return fallback_error_;
   std::string message = trimmed(PQresultErrorMessage(res_));
   return message.empty() ? fallback_error_ : message;
+}
+
+std::string Result::message() const {
+  const char* m = res_ ? PQresultErrorField(res_, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+  return m ? m : error();
+}
+
+std::string Result::detail() const {
+  const char* d = res_ ? PQresultErrorField(res_, PG_DIAG_MESSAGE_DETAIL) : nullptr;
+  return d ? d : "";
+}
+
+void Result::raise() const { throw PgError(sqlstate(), message(), detail()); }
+
+std::string Result::column_name(int col) const {
+  const char* n = res_ ? PQfname(res_, col) : nullptr;
+  return n ? n : "";
 }
 
 int Result::rows() const { return res_ ? PQntuples(res_) : 0; }
@@ -155,10 +191,70 @@ Result Connection::run(const std::string& sql, const std::vector<Param>& params,
                                values.data(), nullptr, nullptr, 0);
   // Read the connection's message only after the call that may set it.
   Result result(res, trimmed(PQerrorMessage(conn_)));
-  if (throw_on_error && !result.ok()) {
-    throw PgError(result.sqlstate(), result.error());
-  }
+  if (throw_on_error && !result.ok()) result.raise();
   return result;
+}
+
+std::optional<Connection> Connection::open_interruptible(
+    const std::string& conninfo, const KeepWaiting& keep_waiting) {
+  Connection c(PQconnectStart(conninfo.c_str()));
+  if (!c.conn_) throw PgError("", "out of memory allocating a connection");
+  // libpq's asynchronous connection loop: wait for the socket in the
+  // direction PQconnectPoll asks for, then call it again.
+  PostgresPollingStatusType step = PGRES_POLLING_WRITING;
+  while (PQstatus(c.conn_) != CONNECTION_BAD && step != PGRES_POLLING_OK &&
+         step != PGRES_POLLING_FAILED) {
+    if (!keep_waiting()) return std::nullopt;
+    if (!wait_socket(c.conn_, step == PGRES_POLLING_WRITING, kWaitSliceMs)) {
+      break;
+    }
+    step = PQconnectPoll(c.conn_);
+  }
+  if (PQstatus(c.conn_) != CONNECTION_OK) {
+    throw PgError("08001",
+                  "could not connect: " + trimmed(PQerrorMessage(c.conn_)));
+  }
+  return c;
+}
+
+std::optional<Result> Connection::run_interruptible(
+    const std::string& sql, const std::vector<Param>& params,
+    const KeepWaiting& keep_waiting) {
+  if (!conn_) throw PgError("", "connection is closed (moved from)");
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
+  if (!PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()),
+                         nullptr, values.data(), nullptr, nullptr, 0)) {
+    return Result(nullptr, trimmed(PQerrorMessage(conn_)));
+  }
+  while (PQisBusy(conn_)) {
+    if (!keep_waiting()) return std::nullopt;
+    if (!wait_socket(conn_, false, kWaitSliceMs) || !PQconsumeInput(conn_)) {
+      return Result(nullptr, trimmed(PQerrorMessage(conn_)));
+    }
+  }
+  // One statement gives one result; keep the last, drain to the end.
+  Result last(nullptr, "no result");
+  while (PGresult* r = PQgetResult(conn_)) {
+    last = Result(r, trimmed(PQerrorMessage(conn_)));
+  }
+  return last;
+}
+
+std::vector<Notification> Connection::notifications(
+    std::chrono::milliseconds wait) {
+  if (!conn_) throw PgError("", "connection is closed (moved from)");
+  if (!wait_socket(conn_, false, static_cast<int>(wait.count())) ||
+      !PQconsumeInput(conn_) || PQstatus(conn_) != CONNECTION_OK) {
+    throw PgError("08006", "connection lost: " + trimmed(PQerrorMessage(conn_)));
+  }
+  std::vector<Notification> out;
+  while (PGnotify* n = PQnotifies(conn_)) {
+    out.push_back({n->relname, n->extra});
+    PQfreemem(n);
+  }
+  return out;
 }
 
 int Connection::backend_pid() const { return conn_ ? PQbackendPID(conn_) : 0; }

@@ -1,5 +1,5 @@
-// A small RAII wrapper over libpq: the start of dlock's C++ client
-// library, used by the demo and the libpq stress tests.
+// A small RAII wrapper over libpq, the base of dlock's C++ client library
+// (lease.h, keeper.h), the demo, the tests and the dlock command.
 //
 // One Connection per thread or process (libpq connections must not be
 // shared). Queries go through PQexecParams with text parameters, so values
@@ -11,7 +11,9 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -26,13 +28,19 @@ namespace pgc {
 // or empty when libpq itself failed (e.g. the connection was lost).
 class PgError : public std::runtime_error {
  public:
-  PgError(std::string sqlstate, const std::string& message)
-      : std::runtime_error(message), sqlstate_(std::move(sqlstate)) {}
+  PgError(std::string sqlstate, const std::string& message,
+          std::string detail = "")
+      : std::runtime_error(message),
+        sqlstate_(std::move(sqlstate)),
+        detail_(std::move(detail)) {}
 
   const std::string& sqlstate() const noexcept { return sqlstate_; }
+  // The server's DETAIL, "" if none.
+  const std::string& detail() const noexcept { return detail_; }
 
  private:
   std::string sqlstate_;
+  std::string detail_;
 };
 
 // Owns one PGresult. A Result whose statement failed is !ok(); its
@@ -54,8 +62,16 @@ class Result {
   bool ok() const;
   std::string sqlstate() const;
   std::string error() const;
+  // The server's primary message alone (no severity, no DETAIL); error()
+  // when the server sent none.
+  std::string message() const;
+  // The DETAIL of a failed statement, "" if none.
+  std::string detail() const;
+  // Throws PgError with this result's SQLSTATE, message() and detail().
+  [[noreturn]] void raise() const;
 
   int rows() const;
+  std::string column_name(int col) const;
   int cols() const;
   bool isnull(int row, int col) const;
   // The text of a field; "" for NULL (check isnull() when it matters).
@@ -97,6 +113,16 @@ Param to_param(const std::optional<T>& v) {
   return v ? to_param(*v) : std::nullopt;
 }
 
+// A NOTIFY the connection received.
+struct Notification {
+  std::string channel;
+  std::string payload;
+};
+
+// Asked at least every 50 ms while an interruptible call waits for the
+// server: false abandons the wait.
+using KeepWaiting = std::function<bool()>;
+
 class Connection {
  public:
   // An empty conninfo lets libpq take everything from the PG* environment
@@ -126,11 +152,32 @@ class Connection {
   Result run(const std::string& sql, const std::vector<Param>& params,
              bool throw_on_error);
 
+  // Connects without blocking for more than 50 ms at a time: nullopt if
+  // keep_waiting() said to stop first; throws PgError (08001) on failure.
+  static std::optional<Connection> open_interruptible(
+      const std::string& conninfo, const KeepWaiting& keep_waiting);
+
+  // As run() without throwing, but nullopt if keep_waiting() said to stop
+  // before the answer came: the connection is then in an unknown state,
+  // drop it.
+  std::optional<Result> run_interruptible(const std::string& sql,
+                                          const std::vector<Param>& params,
+                                          const KeepWaiting& keep_waiting);
+
+  // Waits up to `wait` for the server to send something, then returns the
+  // notifications received so far. Throws PgError (08006) if the
+  // connection is broken.
+  std::vector<Notification> notifications(std::chrono::milliseconds wait);
+
+  // False once the connection is broken.
+  bool ok() const { return conn_ && PQstatus(conn_) == CONNECTION_OK; }
+
   // The server process serving this connection (for pg_stat_activity).
   int backend_pid() const;
   PGconn* get() const { return conn_; }
 
  private:
+  explicit Connection(PGconn* conn) : conn_(conn) {}
   void close() noexcept;
 
   PGconn* conn_ = nullptr;

@@ -16,7 +16,7 @@ namespace {
 void print_table(const pgc::Result& r) {
   std::vector<std::size_t> width(r.cols());
   for (int c = 0; c < r.cols(); ++c) {
-    width[c] = std::string(PQfname(r.get(), c)).size();
+    width[c] = r.column_name(c).size();
     for (int i = 0; i < r.rows(); ++i) {
       width[c] = std::max(width[c], r.value(i, c).size());
     }
@@ -31,7 +31,7 @@ void print_table(const pgc::Result& r) {
     while (!out.empty() && out.back() == ' ') out.pop_back();
     std::printf("%s\n", out.c_str());
   };
-  line([&](int c) { return std::string(PQfname(r.get(), c)); }, ' ', "|");
+  line([&](int c) { return r.column_name(c); }, ' ', "|");
   line([&](int) { return std::string(); }, '-', "+");
   for (int i = 0; i < r.rows(); ++i) {
     line([&](int c) { return r.value(i, c); }, ' ', "|");

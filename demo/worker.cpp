@@ -46,18 +46,16 @@ void write_report(pgc::Connection& c, const std::string& owner,
     return;
   }
   c.exec("ROLLBACK");
-  if (w.sqlstate() != "LD001") throw pgc::PgError(w.sqlstate(), w.error());
+  if (w.sqlstate() != "LD001") w.raise();
   // Rejected: a newer holder has written the row. Keep the server's words.
-  const char* message = PQresultErrorField(w.get(), PG_DIAG_MESSAGE_PRIMARY);
-  const char* detail = PQresultErrorField(w.get(), PG_DIAG_MESSAGE_DETAIL);
+  const std::string detail = w.detail();
   c.exec(
       "UPDATE dlock_demo.holds"
       "   SET wrote = 'rejected', wrote_at = clock_timestamp(),"
       "       write_error = $2"
       " WHERE token = $1::bigint",
       token,
-      std::string(message ? message : "") +
-          (detail ? std::string("\n") + detail : std::string()));
+      w.message() + (detail.empty() ? "" : "\n" + detail));
 }
 
 }  // namespace
@@ -87,7 +85,7 @@ void run_worker(int id, Slot& slot) {
     if (!lease.ok()) {
       c.exec("ROLLBACK");
       if (lease.sqlstate() == "55P03") continue;  // still busy: ask again
-      throw pgc::PgError(lease.sqlstate(), lease.error());
+      lease.raise();
     }
     const std::string token = lease.value(0, 0);
     c.exec(

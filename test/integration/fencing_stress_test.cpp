@@ -165,7 +165,7 @@ void run_worker(int index, Shared& shared) {
         ++slot.timeouts;
         continue;
       }
-      throw pgc::PgError(lease.sqlstate(), lease.error());
+      lease.raise();
     }
     const std::int64_t token = lease.int64(0, 0);  // throws on NULL
     ++slot.holds;
@@ -200,7 +200,7 @@ void run_worker(int index, Shared& shared) {
     } else if (r.sqlstate() == "LD001") {
       w.outcome = kStale;
     } else {
-      throw pgc::PgError(r.sqlstate(), r.error());
+      r.raise();
     }
 
     slot.phase = kReleasing;

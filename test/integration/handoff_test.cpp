@@ -107,7 +107,7 @@ void run_client(int index, Clock::time_point stop_at, stress::StartLine& start,
     } catch (const std::exception& e) {
       log.errors.add("client " + std::to_string(index) + " cycle " +
                      std::to_string(cycle) + ": " + e.what());
-      if (PQstatus(c.get()) != CONNECTION_OK) return;
+      if (!c.ok()) return;
     }
   }
 }

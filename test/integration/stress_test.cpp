@@ -96,7 +96,7 @@ bool take_lease(pgc::Connection& c, const Config& cfg, const std::string& name,
       ++stats.timeouts;
       return false;
     }
-    throw pgc::PgError(r.sqlstate(), r.error());
+    r.raise();
   }
   if (r.isnull(0, 0)) {
     if (cfg.mode == Mode::acquire) {
@@ -158,7 +158,7 @@ void run_client(const Config& cfg, int index, stress::StartLine& start,
       stats.errors.add(owner + " cycle " + std::to_string(cycle) + ": " +
                        e.what());
       // Leave no transaction open; a dead connection ends the client.
-      if (PQstatus(c.get()) != CONNECTION_OK) return;
+      if (!c.ok()) return;
       c.try_exec("ROLLBACK");
     }
   }
