@@ -1,0 +1,163 @@
+#include "keeper.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "lease_ended.h"
+
+namespace dlock::client {
+
+namespace {
+
+// The longest the keeper's thread sleeps before it looks at the deadline
+// again (and the most a loss is signalled late).
+constexpr Millis kLookAgain{50};
+
+}  // namespace
+
+Keeper::Keeper(Grant grant, KeeperOptions options)
+    : options_(std::move(options)),
+      grant_(std::move(grant)),
+      deadline_(grant_.sent, grant_.valid_for, options_.policy) {
+  thread_ = std::thread([this] { run(); });
+  std::unique_lock<std::mutex> lock(mutex_);
+  ready_changed_.wait(lock, [this] { return ready_; });
+}
+
+Keeper::~Keeper() { stop(); }
+
+void Keeper::stop() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string Keeper::why() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return why_;
+}
+
+Grant Keeper::grant() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return grant_;
+}
+
+TimePoint Keeper::deadline() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return deadline_.deadline();
+}
+
+void Keeper::renewed(const Grant& grant) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    deadline_.renewed(grant.sent, grant.valid_for);
+    grant_ = grant;
+    ready_ = true;
+  }
+  ready_changed_.notify_all();
+  if (options_.on_renewed) options_.on_renewed(grant);
+}
+
+void Keeper::lose(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    why_ = why;
+    ready_ = true;
+  }
+  lost_ = true;
+  ready_changed_.notify_all();
+  if (options_.on_lost) options_.on_lost(why);
+}
+
+void Keeper::run() {
+  std::optional<pgc::Connection> conn;
+  bool renew_now = true;  // on every new connection: renew at once
+  int failures = 0;
+  TimePoint retry_at{};
+  std::string last_error = "no renewal was answered";
+  const pgc::KeepWaiting keep_waiting = [this] {
+    return !stopping_ && !(BootClock::now() >= deadline());
+  };
+  auto failed = [&](std::string error, bool drop_connection) {
+    last_error = std::move(error);
+    if (drop_connection) conn.reset();
+    std::lock_guard<std::mutex> lock(mutex_);
+    retry_at = deadline_.retry_at(BootClock::now(), ++failures);
+  };
+
+  while (!stopping_) {
+    TimePoint now = BootClock::now();
+    if (now >= deadline()) {
+      lose("not renewed in time (" + last_error + ")");
+      return;
+    }
+    if (now < retry_at) {
+      std::this_thread::sleep_for(
+          std::min<BootClock::duration>(kLookAgain, retry_at - now));
+      continue;
+    }
+    try {
+      if (!conn) {
+        conn = pgc::Connection::open_interruptible(options_.conninfo,
+                                                   keep_waiting);
+        if (!conn) continue;  // stopping, or the deadline: see above
+        renew_now = true;
+        if (!options_.behind_pooler) {
+          auto r = conn->run_interruptible(
+              std::string("LISTEN ") + kLeaseEndedChannel, {}, keep_waiting);
+          if (!r || !r->ok()) {
+            failed(r ? r->message() : "LISTEN was not answered", true);
+            continue;
+          }
+        }
+      }
+      if (!renew_now) {
+        TimePoint next = [this] {
+          std::lock_guard<std::mutex> lock(mutex_);
+          return deadline_.next_renewal();
+        }();
+        auto wait = std::chrono::duration_cast<Millis>(
+            std::clamp<BootClock::duration>(next - now, Millis(0), kLookAgain));
+        Grant held = grant();
+        for (const pgc::Notification& n : conn->notifications(wait)) {
+          if (n.channel != kLeaseEndedChannel) continue;
+          auto ended = parse_lease_ended(n.payload);
+          if (ended && ended->name == held.name && ended->token == held.token) {
+            lose(ended->describe());
+            return;
+          }
+        }
+        renew_now = BootClock::now() >= next;
+        continue;
+      }
+      TimePoint sent = BootClock::now();
+      Statement s = renew_statement(grant(), std::nullopt);
+      auto r = conn->run_interruptible(s.sql, s.params, keep_waiting);
+      if (!r) {
+        conn.reset();  // no answer in time: the loop's checks decide
+        continue;
+      }
+      if (r->ok()) {
+        if (auto g = read_grant(*r, sent)) {
+          failures = 0;
+          renew_now = false;
+          renewed(*g);
+          continue;
+        }
+        failed("dlock.renew returned no lease", false);
+        continue;
+      }
+      if (ends_grant(r->sqlstate())) {
+        std::string detail = r->detail();
+        lose("renewal refused: " + r->message() +
+             (detail.empty() ? "" : " (" + detail + ")"));
+        return;
+      }
+      failed(r->sqlstate() + " " + r->message(),
+             is_connection_failure(r->sqlstate()));
+    } catch (const pgc::PgError& e) {
+      failed(e.what(), true);
+    }
+  }
+}
+
+}  // namespace dlock::client

@@ -1,0 +1,136 @@
+#include "lease.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <thread>
+
+namespace dlock::client {
+
+namespace {
+
+// The columns of dlock.lease as Grant reads them; valid_for in whole
+// milliseconds, rounded down (never more validity than the server said).
+constexpr char kGrantColumns[] =
+    "SELECT name, token, owner, acquired_at, expires_at,"
+    " floor(extract(epoch FROM valid_for) * 1000)::bigint FROM ";
+
+// Backoff of WaitMode::poll.
+constexpr Millis kFirstPoll{50};
+constexpr Millis kLongestPoll{1000};
+
+std::optional<std::string> interval_param(const std::optional<Millis>& d) {
+  if (!d) return std::nullopt;
+  return interval_text(*d);
+}
+
+// Runs a lease function; its errors come out as lease_errors.h types.
+template <typename... Args>
+pgc::Result call(pgc::Connection& conn, const std::string& sql,
+                 const Args&... args) {
+  try {
+    return conn.exec(sql, args...);
+  } catch (const pgc::PgError& e) {
+    rethrow_as_lease_error(e);
+  }
+}
+
+}  // namespace
+
+std::optional<Grant> read_grant(const pgc::Result& r, TimePoint sent) {
+  if (r.rows() != 1 || r.isnull(0, 1)) return std::nullopt;  // busy
+  Grant g;
+  g.name = r.value(0, 0);
+  g.token = r.int64(0, 1);
+  g.owner = r.value(0, 2);
+  g.acquired_at = r.value(0, 3);
+  g.expires_at = r.value(0, 4);
+  g.valid_for = Millis(r.int64(0, 5));
+  g.sent = sent;
+  return g;
+}
+
+Statement renew_statement(const Grant& grant, std::optional<Millis> ttl) {
+  return {std::string(kGrantColumns) +
+              "dlock.renew($1, $2::bigint, $3::interval, owner => $4)",
+          {grant.name, std::to_string(grant.token), interval_param(ttl),
+           grant.owner}};
+}
+
+std::string default_owner() {
+  char host[HOST_NAME_MAX + 1] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::string(host[0] ? host : "localhost") + ":" +
+         std::to_string(getpid());
+}
+
+std::string interval_text(Millis d) {
+  return std::to_string(d.count()) + " milliseconds";
+}
+
+std::optional<Grant> Leases::try_acquire(const std::string& name,
+                                         const std::string& owner,
+                                         const Terms& terms) {
+  TimePoint sent = BootClock::now();
+  pgc::Result r = call(
+      conn_,
+      std::string(kGrantColumns) +
+          "dlock.try_acquire($1, $2::interval, owner => $3,"
+          " lock_delay => $4::interval, max_hold => $5::interval,"
+          " min_hold => $6::interval)",
+      name, interval_text(terms.ttl), owner, interval_param(terms.lock_delay),
+      interval_param(terms.max_hold), interval_param(terms.min_hold));
+  return read_grant(r, sent);
+}
+
+std::optional<Grant> Leases::acquire(const std::string& name,
+                                     const std::string& owner,
+                                     const Terms& terms, Millis timeout,
+                                     WaitMode mode) {
+  if (mode == WaitMode::poll) {
+    TimePoint until = BootClock::now() + timeout;
+    Millis pause = kFirstPoll;
+    for (;;) {
+      if (auto g = try_acquire(name, owner, terms)) return g;
+      TimePoint now = BootClock::now();
+      if (now >= until) return std::nullopt;
+      std::this_thread::sleep_until(
+          std::chrono::steady_clock::now() +
+          std::min<BootClock::duration>(pause, until - now));
+      pause = std::min(pause * 2, kLongestPoll);
+    }
+  }
+  TimePoint sent = BootClock::now();
+  pgc::Result r = conn_.try_exec(
+      std::string(kGrantColumns) +
+          "dlock.acquire($1, $2::interval, $3::interval, owner => $4,"
+          " lock_delay => $5::interval, max_hold => $6::interval,"
+          " min_hold => $7::interval)",
+      name, interval_text(terms.ttl), interval_text(timeout), owner,
+      interval_param(terms.lock_delay), interval_param(terms.max_hold),
+      interval_param(terms.min_hold));
+  if (!r.ok()) {
+    if (r.sqlstate() == "55P03") return std::nullopt;  // waited it all
+    raise_lease_error(r);
+  }
+  return read_grant(r, sent);
+}
+
+Grant Leases::renew(const Grant& grant, std::optional<Millis> ttl) {
+  TimePoint sent = BootClock::now();
+  Statement s = renew_statement(grant, ttl);
+  pgc::Result r = conn_.run(s.sql, s.params, false);
+  if (!r.ok()) raise_lease_error(r);
+  std::optional<Grant> g = read_grant(r, sent);
+  if (!g) throw ServerError("", "dlock.renew returned no lease");
+  return *g;
+}
+
+bool Leases::release(const Grant& grant) {
+  return call(conn_, "SELECT dlock.release($1, $2::bigint, owner => $3)",
+              grant.name, grant.token, grant.owner)
+      .boolean(0, 0);
+}
+
+}  // namespace dlock::client

@@ -1,0 +1,90 @@
+// dlock's lease functions from C++: try_acquire, acquire, renew, release,
+// over a pgc::Connection the caller owns (in autocommit: each call is its
+// own transaction, so a grant is committed when the call returns).
+//
+// Owners are always explicit: the caller's name for itself (default_owner()
+// gives host:pid). A session's default owner would be wrong behind a
+// transaction pooler, where many clients share one server session.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lease_errors.h"
+#include "local_deadline.h"
+#include "pg_client.h"
+
+namespace dlock::client {
+
+// One grant, as dlock returned it.
+struct Grant {
+  std::string name;
+  std::int64_t token = 0;
+  std::string owner;
+  std::string acquired_at;  // the server's timestamptz text
+  std::string expires_at;   // the server's timestamptz text
+  Millis valid_for{0};      // validity left when the server answered
+  TimePoint sent;           // when this client sent the call that returned it
+};
+
+// The terms of a grant (see dlock.try_acquire); unset means dlock's default.
+struct Terms {
+  Millis ttl{30000};
+  std::optional<Millis> lock_delay;
+  std::optional<Millis> max_hold;
+  std::optional<Millis> min_hold;
+};
+
+// How acquire() waits.
+enum class WaitMode {
+  // In the server, in dlock's queue: woken at once, in arrival order. It
+  // keeps a server session for the whole wait.
+  server,
+  // try_acquire again and again with backoff (50 ms doubling to 1 s): for
+  // clients behind a transaction pooler, where a waiting call would hold
+  // one of the pool's few server connections.
+  poll,
+};
+
+// host:pid of this process.
+std::string default_owner();
+
+// An interval parameter for a duration ("1500 milliseconds").
+std::string interval_text(Millis d);
+
+// A renewal as the keeper sends it (without blocking), and how a lease
+// function's answer reads: nullopt for NULL (busy).
+struct Statement {
+  std::string sql;
+  std::vector<pgc::Param> params;
+};
+Statement renew_statement(const Grant& grant, std::optional<Millis> ttl);
+std::optional<Grant> read_grant(const pgc::Result& r, TimePoint sent);
+
+class Leases {
+ public:
+  explicit Leases(pgc::Connection& conn) : conn_(conn) {}
+
+  // The grant, or nullopt when the lease is busy.
+  std::optional<Grant> try_acquire(const std::string& name,
+                                   const std::string& owner,
+                                   const Terms& terms);
+  // Waits up to timeout; nullopt when it passed with the lease still busy.
+  std::optional<Grant> acquire(const std::string& name,
+                               const std::string& owner, const Terms& terms,
+                               Millis timeout,
+                               WaitMode mode = WaitMode::server);
+  // The renewed grant (same token). ttl unset keeps the grant's TTL.
+  // Throws LeaseNotHeld, StaleToken, TokenNeverIssued, NotPermitted, ...
+  Grant renew(const Grant& grant, std::optional<Millis> ttl = std::nullopt);
+  // True if this call released it; false if it was no longer held with
+  // this token by this owner.
+  bool release(const Grant& grant);
+
+ private:
+  pgc::Connection& conn_;
+};
+
+}  // namespace dlock::client
