@@ -7,67 +7,20 @@
 # whichever client sends it, and another explicit owner gets NULL.
 use strict;
 use warnings;
-use Cwd;
-use File::Spec;
 use FindBin;
 use lib $FindBin::RealBin;    # DlockTest.pm sits next to the tests
 use DlockTest;
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
-
-# Debian installs pgbouncer in /usr/sbin, which a user's PATH may lack.
-my ($pgbouncer) = grep { -x $_ } map { "$_/pgbouncer" }
-  File::Spec->path, '/usr/sbin';
-die 'pgbouncer is not installed (Debian package pgbouncer)' unless $pgbouncer;
 
 my $node = new_node('node');
 create_dlock($node);
-
-# PgBouncer listens on a unix socket only, in a directory of the test's
-# own: no TCP port to collide with (Debian's own pgbouncer service may hold
-# 6432 on localhost), so a fixed port number does.
-my $dir = PostgreSQL::Test::Utils::tempdir_short();
-my $port = 6432;
-my $user = getpwuid($<);
-my $log = Cwd::abs_path($PostgreSQL::Test::Utils::log_path)
-  . '/005_pgbouncer_pgbouncer.log';
-PostgreSQL::Test::Utils::append_to_file("$dir/userlist.txt", qq{"$user" ""\n});
-my $server = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
-PostgreSQL::Test::Utils::append_to_file("$dir/pgbouncer.ini", qq{
-[databases]
-postgres = $server
-
-[pgbouncer]
-unix_socket_dir = $dir
-listen_port = $port
-auth_type = trust
-auth_file = $dir/userlist.txt
-pool_mode = transaction
-default_pool_size = 1
-logfile = $log
-pidfile = $dir/pgbouncer.pid
-});
-
-my $bouncer = IPC::Run::start([ $pgbouncer, "$dir/pgbouncer.ini" ],
-	'>', \my $bouncer_out, '2>', \my $bouncer_err);
-END { $bouncer->kill_kill if $bouncer && $bouncer->pumpable; }
+my $bouncer = start_pgbouncer($node, pool_size => 1);
 
 # psql takes the last -d, so the node's helpers connect through PgBouncer.
-my @via_bouncer =
-  (extra_params => [ '-d', "host=$dir port=$port dbname=postgres" ]);
-my $ready = 0;
-for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
-{
-	last if $ready = $node->psql('postgres', 'SELECT 1', @via_bouncer) == 0;
-	$bouncer->pump_nb;    # reads its output, so that an exit is seen
-	last unless $bouncer->pumpable;
-	usleep(100_000);
-}
-ok($ready, 'PgBouncer accepts connections')
-  or die "PgBouncer did not start:\n$bouncer_err";
+my @via_bouncer = (extra_params => [ '-d', $bouncer->{connstr} ]);
+is($node->safe_psql('postgres', 'SELECT 1', @via_bouncer), '1', 'PgBouncer accepts connections');
 
 my $first = $node->background_psql('postgres', @via_bouncer);
 my $second = $node->background_psql('postgres', @via_bouncer);
@@ -116,7 +69,6 @@ is(job_state(), 'released', 'the server has the lease released again');
 is($second->query_safe('SELECT pg_backend_pid()'),
 	$first_pid, 'every statement ran in that one backend');
 $_->quit for $first, $second;
-$bouncer->signal('TERM');
-$bouncer->finish;
+stop_pgbouncer($bouncer);
 $node->stop;
 done_testing();

@@ -12,52 +12,13 @@ use Cwd;
 use FindBin;
 use lib $FindBin::RealBin;    # DlockTest.pm sits next to the tests
 use DlockTest;
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 
 my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 die "libfaketime is not installed (Debian package libfaketime)"
   unless -e $libfaketime;
-
-# A client running $sql as application $app, in the background.
-sub start_client
-{
-	my ($node, $app, $sql) = @_;
-	my ($out, $err) = ('', '');
-	my $h = IPC::Run::start(
-		[ 'psql', '-X', '-At', '-d', $node->connstr('postgres') . " application_name=$app", '-c', $sql ],
-		'>', \$out, '2>', \$err);
-	return { h => $h, out => \$out, err => \$err, started => clock_gettime(CLOCK_MONOTONIC) };
-}
-
-# Its output once it has finished, and the seconds it ran.
-sub finish_client
-{
-	my ($c) = @_;
-	$c->{h}->finish;
-	return (${ $c->{out} } . ${ $c->{err} }, clock_gettime(CLOCK_MONOTONIC) - $c->{started});
-}
-
-# Waits until application $app's session is queued for a lease: at the
-# head ($head true) or behind it.
-sub wait_queued
-{
-	my ($node, $app, $head) = @_;
-	my $granted = $head ? 'true' : 'false';
-	$node->poll_query_until('postgres', qq{
-		SELECT count(*) = 1 FROM pg_locks AS l JOIN pg_stat_activity AS a USING (pid)
-		 WHERE a.application_name = '$app' AND l.locktype = 'advisory'
-		   AND l.objsubid = 4 AND l.granted = $granted})
-	  or die "$app never queued:\n" . $node->safe_psql('postgres',
-		q{SELECT a.application_name, a.state, a.wait_event, l.objsubid, l.mode, l.granted
-		    FROM pg_stat_activity AS a LEFT JOIN pg_locks AS l
-		      ON l.pid = a.pid AND l.locktype = 'advisory'
-		   WHERE a.backend_type = 'client backend'});
-	return;
-}
 
 sub session_gone
 {
@@ -74,7 +35,7 @@ create_dlock($node);
 # At the head: the session ends as soon as its client does, and the
 # lease, released later, is nobody's.
 my $holder = grant_token($node, 'job', 'holder');
-my $b = start_client($node, 'b', q{SELECT token FROM dlock.acquire('job', '1 h', '1 h', 'b')});
+my $b = start_client($node->connstr('postgres'), 'b', q{SELECT token FROM dlock.acquire('job', '1 h', '1 h', 'b')});
 wait_queued($node, 'b', 1);
 $b->{h}->kill_kill;
 ok(session_gone($node, 'b'), 'head of the queue: its session ends when its client goes');
@@ -86,9 +47,9 @@ ok($node->log_contains('connection to client lost'), 'the server says why the se
 # Behind a live head: the dead waiter stays queued without blocking the
 # head, and when it reaches the head it ends instead of taking the lease.
 $holder = grant_token($node, 'job2', 'holder');
-my $c = start_client($node, 'c', q{SELECT token FROM dlock.acquire('job2', '1 h', '1 h', 'c')});
+my $c = start_client($node->connstr('postgres'), 'c', q{SELECT token FROM dlock.acquire('job2', '1 h', '1 h', 'c')});
 wait_queued($node, 'c', 1);
-my $d = start_client($node, 'd', q{SELECT token FROM dlock.acquire('job2', '1 h', '1 h', 'd')});
+my $d = start_client($node->connstr('postgres'), 'd', q{SELECT token FROM dlock.acquire('job2', '1 h', '1 h', 'd')});
 wait_queued($node, 'd', 0);
 $d->{h}->kill_kill;
 $node->safe_psql('postgres', "SELECT dlock.release('job2', $holder)");
@@ -135,7 +96,7 @@ create_dlock($clock);
 $clock->safe_psql('postgres', q{SELECT dlock.try_acquire('tick', '23 h', 'holder')});
 
 # Back an hour while the head waits with a 3 s timeout.
-my $w = start_client($clock, 'w', q{SELECT token FROM dlock.acquire('tick', '1 h', '3 s', 'w')});
+my $w = start_client($clock->connstr('postgres'), 'w', q{SELECT token FROM dlock.acquire('tick', '1 h', '3 s', 'w')});
 wait_queued($clock, 'w', 1);
 set_offset('-3600');
 cmp_ok(abs(skew($clock) + 3600), '<', 60, 'the server\'s wall clock went back an hour');
@@ -145,9 +106,9 @@ cmp_ok($took, '<', 60, 'after its 3 s, not the hour the wall clock went back');
 
 # Forward an hour while the head waits 4 s, and a waiter behind it 5 s.
 set_offset('+0');
-$w = start_client($clock, 'w', q{SELECT token FROM dlock.acquire('tick', '1 h', '4 s', 'w')});
+$w = start_client($clock->connstr('postgres'), 'w', q{SELECT token FROM dlock.acquire('tick', '1 h', '4 s', 'w')});
 wait_queued($clock, 'w', 1);
-my $x = start_client($clock, 'x', q{SELECT token FROM dlock.acquire('tick', '1 h', '5 s', 'x')});
+my $x = start_client($clock->connstr('postgres'), 'x', q{SELECT token FROM dlock.acquire('tick', '1 h', '5 s', 'x')});
 wait_queued($clock, 'x', 0);
 set_offset('+3600');
 cmp_ok(abs(skew($clock) - 3600), '<', 60, 'the server\'s wall clock went forward an hour');

@@ -1,16 +1,25 @@
 # Set-up and helpers shared by dlock's TAP tests: nodes, dlock with the
-# tables the tests write, grants, SQLSTATEs and unflushed WAL.
+# tables the tests write, grants, SQLSTATEs, unflushed WAL, clients in the
+# background, waiters in acquire's queue and PgBouncer.
 package DlockTest;
 
 use strict;
 use warnings;
+use Cwd;
 use Exporter 'import';
+use File::Basename;
+use File::Spec;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Time::HiRes qw(usleep clock_gettime CLOCK_MONOTONIC);
 
 our @EXPORT = qw(
   FIRST_NEW_EPOCH_TOKEN WAL_NOT_FLUSHED_SQL
   new_node create_dlock grant_token sqlstate_of unflushed_after
-  lease_rows held_rows
+  lease_rows held_rows poll_until
+  start_client finish_client wait_queued
+  start_pgbouncer stop_pgbouncer pgbouncer_show
 );
 
 # The first token issued on a new history (a promoted standby, a
@@ -120,6 +129,145 @@ sub held_rows
 	my ($acked) = @_;
 	return join "\n", map { "$_|$acked->{$_}[0]|$acked->{$_}[1]|held" }
 	  sort { $acked->{$a}[0] <=> $acked->{$b}[0] } keys %$acked;
+}
+
+# Calls $code every 0.1 s until it returns true, for at most
+# $PostgreSQL::Test::Utils::timeout_default seconds; its last result.
+sub poll_until
+{
+	my ($code) = @_;
+	my $result;
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		last if $result = $code->();
+		usleep(100_000);
+	}
+	return $result;
+}
+
+# psql running $sql in the background, connected with $connstr as
+# application $app, errors reported with their SQLSTATE and DETAIL.
+sub start_client
+{
+	my ($connstr, $app, $sql) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-At', '-v', 'VERBOSITY=verbose',
+		  '-d', "$connstr application_name=$app", '-c', $sql ],
+		'>', \$out, '2>', \$err);
+	return { h => $h, out => \$out, err => \$err, started => clock_gettime(CLOCK_MONOTONIC) };
+}
+
+# Its output (stdout, then stderr) once it has finished, and the seconds
+# it ran.
+sub finish_client
+{
+	my ($c) = @_;
+	$c->{h}->finish;
+	return (${ $c->{out} } . ${ $c->{err} }, clock_gettime(CLOCK_MONOTONIC) - $c->{started});
+}
+
+# Waits until the server session of application $app is queued in
+# dlock.acquire for a lease: at the head ($head true) or behind it.
+sub wait_queued
+{
+	my ($node, $app, $head) = @_;
+	my $granted = $head ? 'true' : 'false';
+	$node->poll_query_until('postgres', qq{
+		SELECT count(*) = 1 FROM pg_locks AS l JOIN pg_stat_activity AS a USING (pid)
+		 WHERE a.application_name = '$app' AND l.locktype = 'advisory'
+		   AND l.objsubid = 4 AND l.granted = $granted})
+	  or die "$app never queued:\n" . $node->safe_psql('postgres',
+		q{SELECT a.application_name, a.state, a.wait_event, l.objsubid, l.mode, l.granted
+		    FROM pg_stat_activity AS a LEFT JOIN pg_locks AS l
+		      ON l.pid = a.pid AND l.locktype = 'advisory'
+		   WHERE a.backend_type = 'client backend'});
+	return;
+}
+
+# PgBouncer handles still running, stopped when the test exits.
+my @pgbouncers;
+END { $_->kill_kill for grep { $_->pumpable } @pgbouncers; }
+
+# PgBouncer in front of database postgres of $node, in transaction mode,
+# with at most pool_size (1 unless given) server connections. It listens
+# on a unix socket only, in a directory of its own: no TCP port to collide
+# with (Debian's own pgbouncer service may hold 6432 on localhost), so a
+# fixed port number does. Once it accepts connections, returns a hash:
+# connstr (database postgres through it, for psql's -d), admin (its admin
+# console, for pgbouncer_show) and handle (its IPC::Run handle).
+sub start_pgbouncer
+{
+	my ($node, %opt) = @_;
+	# Debian installs pgbouncer in /usr/sbin, which a user's PATH may lack.
+	my ($pgbouncer) = grep { -x $_ } map { "$_/pgbouncer" }
+	  File::Spec->path, '/usr/sbin';
+	die 'pgbouncer is not installed (Debian package pgbouncer)' unless $pgbouncer;
+
+	my $dir = PostgreSQL::Test::Utils::tempdir_short();
+	my $port = 6432;
+	my $user = getpwuid($<);
+	my $log = Cwd::abs_path($PostgreSQL::Test::Utils::log_path) . '/'
+	  . File::Basename::basename($0, '.pl') . '_pgbouncer_' . (@pgbouncers + 1) . '.log';
+	my $pool_size = $opt{pool_size} // 1;
+	PostgreSQL::Test::Utils::append_to_file("$dir/userlist.txt", qq{"$user" ""\n});
+	my $server = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
+	PostgreSQL::Test::Utils::append_to_file("$dir/pgbouncer.ini", qq{
+[databases]
+postgres = $server
+
+[pgbouncer]
+unix_socket_dir = $dir
+listen_port = $port
+auth_type = trust
+auth_file = $dir/userlist.txt
+admin_users = $user
+pool_mode = transaction
+default_pool_size = $pool_size
+logfile = $log
+pidfile = $dir/pgbouncer.pid
+});
+
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start([ $pgbouncer, "$dir/pgbouncer.ini" ], '>', \$out, '2>', \$err);
+	push @pgbouncers, $h;
+	my %bouncer = (
+		connstr => "host=$dir port=$port dbname=postgres",
+		admin => "host=$dir port=$port dbname=pgbouncer",
+		handle => $h);
+	my $ready = poll_until(sub {
+		return 1 if $node->psql('postgres', 'SELECT 1',
+			extra_params => [ '-d', $bouncer{connstr} ]) == 0;
+		$h->pump_nb;    # reads its output, so that an exit is seen
+		die "PgBouncer exited:\n$err" unless $h->pumpable;
+		return 0;
+	});
+	die "PgBouncer did not accept connections:\n$err" unless $ready;
+	return \%bouncer;
+}
+
+# Stops a PgBouncer start_pgbouncer started.
+sub stop_pgbouncer
+{
+	my ($bouncer) = @_;
+	$bouncer->{handle}->signal('TERM');
+	$bouncer->{handle}->finish;
+	return;
+}
+
+# The rows of PgBouncer's admin command SHOW $what (POOLS, CLIENTS, ...),
+# each a hash by column name.
+sub pgbouncer_show
+{
+	my ($bouncer, $what) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'psql', '-X', '-A', '-F', '|', '-P', 'footer=off',
+		  '-d', $bouncer->{admin}, '-c', "SHOW $what" ],
+		'>', \$out, '2>', \$err)
+	  or die "SHOW $what failed:\n$err";
+	my ($header, @lines) = split /\n/, $out;
+	my @columns = split /\|/, $header, -1;
+	return map { my %row; @row{@columns} = split /\|/, $_, -1; \%row } @lines;
 }
 
 1;
