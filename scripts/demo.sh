@@ -16,9 +16,7 @@ start_cluster
 log "creating the extension"
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION dlock'
 
-log "building the demo program (cmake, into build/)"
-cmake -S "$DLOCK_ROOT" -B "$DLOCK_ROOT/build" >/dev/null
-cmake --build "$DLOCK_ROOT/build" --target dlock_demo -j2 >/dev/null
+build_client
 
 log "running the demo (about 17 seconds)"
 "$DLOCK_ROOT/build/dlock_demo"

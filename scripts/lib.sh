@@ -49,6 +49,18 @@ build_and_install() {
   as_root make -C "$DLOCK_ROOT" -s "$pg_config" install "$@" >/dev/null
 }
 
+# Builds the client library, the dlock command, the demo and the tests
+# with cmake into build/, and installs the library and the command under
+# /usr/local (the dlock command on the PATH). Extra arguments go to cmake's
+# configure step (-DDLOCK_WERROR=ON).
+build_client() {
+  log "building the client library, the dlock command and the tests $*"
+  cmake -S "$DLOCK_ROOT" -B "$DLOCK_ROOT/build" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$DLOCK_ROOT/build" -j2 >/dev/null
+  as_root cmake --install "$DLOCK_ROOT/build" --prefix /usr/local >/dev/null
+}
+
 # Starts a new cluster in a fresh temporary directory and points libpq's
 # PG* variables at it. Extra arguments are postgresql.conf lines. The
 # cluster is stopped and removed when the calling shell exits.
