@@ -5,6 +5,7 @@
 #include "boundary.h"
 #include "gate.h"
 #include "intervals.h"
+#include "lease_ended.h"
 #include "lease_queue.h"
 #include "lease_row.h"
 #include "lease_value.h"
@@ -18,16 +19,19 @@ namespace {
 
 // Ends the grant, whoever holds it, recording who and why; a lease
 // released inside its min_hold is freed at once too (an administrator's
-// override of the grant's terms).
+// override of the grant's terms). After the lease's columns, whether the
+// grant had not been released (its holder is told: see lease_ended.h).
 SavedPlan force_release = {
-    "UPDATE dlock.lease_store"
-    "   SET released_at = coalesce(released_at, $2), min_hold = NULL,"
+    "UPDATE dlock.lease_store AS s"
+    "   SET released_at = coalesce(s.released_at, $2), min_hold = NULL,"
     "       forced_by = $3, force_reason = $4"
-    " WHERE name OPERATOR(pg_catalog.=) $1"
-    "   AND (released_at IS NULL"
-    "        OR acquired_at OPERATOR(pg_catalog.+) min_hold"
+    "  FROM (SELECT released_at IS NULL AS unreleased FROM dlock.lease_store"
+    "         WHERE name OPERATOR(pg_catalog.=) $1) AS before"
+    " WHERE s.name OPERATOR(pg_catalog.=) $1"
+    "   AND (s.released_at IS NULL"
+    "        OR s.acquired_at OPERATOR(pg_catalog.+) s.min_hold"
     "           OPERATOR(pg_catalog.>) $2)"
-    " RETURNING " DLOCK_LEASE_COLUMNS,
+    " RETURNING " DLOCK_LEASE_COLUMNS ", before.unreleased",
     4,
     {TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},
     nullptr};
@@ -86,13 +90,18 @@ DLOCK_FUNCTION(dlock_force_release) {
                    CStringGetTextDatum(by), CStringGetTextDatum(reason)};
   bool forced = run_plan(force_release, args, "    ") == 1;
   StoredLease ended;
+  bool unreleased = false;
   if (forced) {
     ended = decode_lease(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
                          spi.caller_cxt);
+    bool isnull;
+    unreleased = DatumGetBool(result_value(0, kColumnCount + 1, &isnull));
   }
   owner_spi_finish(spi);
   if (!forced) PG_RETURN_NULL();
   wake_queue_head(name);
+  // A grant its holder had released (inside its min_hold) ends no work.
+  if (unreleased) notify_force_released(name, ended.token, reason);
   ereport(
       log_grants ? LOG : DEBUG1,
       (errmsg_internal(
@@ -135,7 +144,10 @@ DLOCK_FUNCTION(dlock_release_all) {
     }
     const char* name = rows[i].name;
     wait_gate(name);
-    released += release_gated(name, rows[i].token, read_lease(name));
+    if (release_gated(name, rows[i].token, read_lease(name))) {
+      ++released;
+      notify_released_all(name, rows[i].token);
+    }
   }
   PG_RETURN_INT32(released);
 }

@@ -4,6 +4,7 @@
 #include "durability.h"
 #include "gate.h"
 #include "intervals.h"
+#include "lease_ended.h"
 #include "lease_queue.h"
 #include "lease_row.h"
 #include "lock_wait.h"
@@ -25,9 +26,15 @@ std::optional<LeaseRow> rules_view(const std::optional<StoredLease>& row,
   return rules;
 }
 
+// Whether a new grant replaced one its holder never released (it expired,
+// and its lock-delay passed): a takeover.
+bool takes_over(Grant kind, const std::optional<StoredLease>& row) {
+  return kind == Grant::new_token && !row->released;
+}
+
 void log_grant(const LeaseRequest& req, Grant kind,
                const std::optional<StoredLease>& row, int64 token) {
-  if (kind == Grant::new_token && !row->released) {
+  if (takes_over(kind, row)) {
     ereport(LOG, (errmsg_internal(
                      "dlock: lease \"%s\" taken over by owner \"%s\" with "
                      "token %lld after token %lld of owner \"%s\" expired",
@@ -130,6 +137,9 @@ Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
   out->acquired_at = kind == Grant::same_token ? row->acquired_at : now;
   out->expires_at = terms.expires_at;
   if (log_grants) log_grant(req, kind, row, out->token);
+  if (takes_over(kind, row)) {
+    notify_taken_over(req.name, row->token, out->token);
+  }
   commit_durably();
   return Attempt::granted;
 }

@@ -10,6 +10,7 @@ int max_ttl_ms = kDefaultMaxTtlMs;
 }  // namespace
 
 bool log_grants = false;
+bool notify_lease_ends = true;
 
 Micros max_ttl() { return static_cast<Micros>(max_ttl_ms) * 1000; }
 
@@ -26,6 +27,14 @@ void define_settings() {
       "Each line names the lease, owner and token, and for releases how long "
       "the lease was held.",
       &log_grants, false, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+  DefineCustomBoolVariable(
+      "dlock.notify_lease_ends",
+      "Sends NOTIFY dlock_lease_ended when a grant is force-released, taken "
+      "over after expiry or released by release_all.",
+      "PREPARE TRANSACTION refuses a transaction that has sent a "
+      "notification: turn this off (SET LOCAL) in transactions that must be "
+      "prepared.",
+      &notify_lease_ends, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
   MarkGUCPrefixReserved("dlock");
 }
 

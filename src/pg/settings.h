@@ -1,4 +1,5 @@
-// dlock's settings (GUCs): dlock.max_ttl and dlock.log_grants.
+// dlock's settings (GUCs): dlock.max_ttl, dlock.log_grants and
+// dlock.notify_lease_ends.
 #pragma once
 
 #include "pg_headers.h"
@@ -13,5 +14,9 @@ Micros max_ttl();
 
 // dlock.log_grants: log grants, takeovers, releases and force-releases.
 extern bool log_grants;
+
+// dlock.notify_lease_ends: NOTIFY dlock_lease_ended when a grant ends
+// other than by its holder's own release (see lease_ended.h).
+extern bool notify_lease_ends;
 
 }  // namespace dlock::pg
