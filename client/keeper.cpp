@@ -13,6 +13,10 @@ namespace {
 // again (and the most a loss is signalled late).
 constexpr Millis kLookAgain{50};
 
+// How the keeper's sessions show in pg_stat_activity, unless the conninfo
+// names them.
+constexpr char kApplicationName[] = "dlock keeper";
+
 }  // namespace
 
 Keeper::Keeper(Grant grant, KeeperOptions options)
@@ -97,9 +101,10 @@ void Keeper::run() {
     }
     try {
       if (!conn) {
-        conn = pgc::Connection::open_interruptible(options_.conninfo,
-                                                   keep_waiting);
+        conn = pgc::Connection::open_interruptible(
+            options_.conninfo, kApplicationName, keep_waiting);
         if (!conn) continue;  // stopping, or the deadline: see above
+        conn->silence_notices();  // the caller's stderr is not the keeper's
         renew_now = true;
         if (!options_.behind_pooler) {
           auto r = conn->run_interruptible(

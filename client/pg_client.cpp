@@ -196,8 +196,12 @@ Result Connection::run(const std::string& sql, const std::vector<Param>& params,
 }
 
 std::optional<Connection> Connection::open_interruptible(
-    const std::string& conninfo, const KeepWaiting& keep_waiting) {
-  Connection c(PQconnectStart(conninfo.c_str()));
+    const std::string& conninfo, const std::string& application_name,
+    const KeepWaiting& keep_waiting) {
+  // dbname is expanded as a conninfo string, as PQconnectStart would.
+  const char* keys[] = {"dbname", "fallback_application_name", nullptr};
+  const char* values[] = {conninfo.c_str(), application_name.c_str(), nullptr};
+  Connection c(PQconnectStartParams(keys, values, 1));
   if (!c.conn_) throw PgError("", "out of memory allocating a connection");
   // libpq's asynchronous connection loop: wait for the socket in the
   // direction PQconnectPoll asks for, then call it again.
@@ -255,6 +259,10 @@ std::vector<Notification> Connection::notifications(
     PQfreemem(n);
   }
   return out;
+}
+
+void Connection::silence_notices() {
+  if (conn_) PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
 }
 
 int Connection::backend_pid() const { return conn_ ? PQbackendPID(conn_) : 0; }

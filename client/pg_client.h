@@ -154,8 +154,10 @@ class Connection {
 
   // Connects without blocking for more than 50 ms at a time: nullopt if
   // keep_waiting() said to stop first; throws PgError (08001) on failure.
+  // application_name is the session's unless conninfo or PGAPPNAME sets one.
   static std::optional<Connection> open_interruptible(
-      const std::string& conninfo, const KeepWaiting& keep_waiting);
+      const std::string& conninfo, const std::string& application_name,
+      const KeepWaiting& keep_waiting);
 
   // As run() without throwing, but nullopt if keep_waiting() said to stop
   // before the answer came: the connection is then in an unknown state,
@@ -168,6 +170,10 @@ class Connection {
   // notifications received so far. Throws PgError (08006) if the
   // connection is broken.
   std::vector<Notification> notifications(std::chrono::milliseconds wait);
+
+  // Drops the server's notices and asynchronous messages instead of
+  // printing them on stderr (libpq's default), for background work.
+  void silence_notices();
 
   // False once the connection is broken.
   bool ok() const { return conn_ && PQstatus(conn_) == CONNECTION_OK; }

@@ -128,6 +128,28 @@ TEST_F(KeeperTest, KeeperRenewsUntilStopped) {
   EXPECT_TRUE(leases_.release(keeper.grant()));
 }
 
+TEST_F(KeeperTest, KeeperReconnectsWhenItsSessionEnds) {
+  Grant g = take("reconnect", "keeper-e", milliseconds(3000));
+  std::atomic<int> renewals{0};
+  KeeperOptions options;
+  options.on_renewed = [&](const Grant&) { ++renewals; };
+  Keeper keeper(g, options);
+  auto terminated = conn_.exec(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+      " WHERE application_name = 'dlock keeper'");
+  EXPECT_EQ(terminated.int64(0, 0), 1);
+  int before = renewals.load();
+  // Renewals resume on a new session well before the 3 s lease expires.
+  ASSERT_TRUE(eventually([&] { return renewals.load() >= before + 3; }));
+  EXPECT_FALSE(keeper.lost()) << keeper.why();
+  EXPECT_EQ(conn_.exec("SELECT count(*) FROM pg_stat_activity"
+                       " WHERE application_name = 'dlock keeper'")
+                .int64(0, 0),
+            1);
+  keeper.stop();
+  EXPECT_TRUE(leases_.release(keeper.grant()));
+}
+
 // Notes when the keeper said its lease was lost, on the keeper's clock.
 struct LossRecord {
   std::atomic<bool> told{false};
