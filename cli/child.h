@@ -1,0 +1,86 @@
+// COMMAND as dlock run starts and watches it: in a process group of its
+// own (so that it is signalled and killed as a group), with the lease in
+// its environment, and with the terminal when dlock has it.
+//
+// wait() is dlock run's main loop: poll() on the signal pipe with a 20 ms
+// timeout, forwarding each signal to the group, asking lost() and reaping
+// the child without blocking. Once lost() says so, the group gets SIGTERM,
+// and SIGKILL after the grace; when the child has ended, whatever is left
+// of its group is killed at once.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "signal_pipe.h"
+
+namespace dlock::cli {
+
+// The exit code a shell reports for a wait() status: the exit status, or
+// 128 + N for a process that signal N killed.
+int exit_code_of(int wait_status);
+
+// True when stdin is a terminal and this process is in its foreground.
+bool in_terminal_foreground();
+
+// What to start.
+struct Command {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH
+  // Set in its environment, replacing variables of the same names.
+  std::vector<std::pair<std::string, std::string>> env;
+  // Hand it the terminal on stdin (when in_terminal_foreground()).
+  bool take_terminal = false;
+};
+
+// A command that could not be run: 127 when it was not found, else 126.
+struct SpawnFailure {
+  int exit_code;
+  std::string message;  // "COMMAND: No such file or directory"
+};
+
+// How the child ended.
+struct Ending {
+  int exit_code;                    // exit_code_of() its status
+  bool lost_while_running = false;  // lost() said so while it ran
+};
+
+class Child {
+ public:
+  // Starts the command. Throws std::system_error when fork() or pipe()
+  // fail.
+  static std::variant<Child, SpawnFailure> spawn(const Command& command,
+                                                 const SignalPipe& signals);
+
+  // Kills the group and reaps the child if wait() was never called.
+  ~Child();
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&&) = delete;
+  Child(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  // Waits until the child ends (see above); kill_after is the grace
+  // between SIGTERM and SIGKILL. Gives the terminal back, if it had it.
+  Ending wait(SignalPipe& signals, const std::function<bool()>& lost,
+              std::chrono::milliseconds kill_after);
+
+ private:
+  Child(pid_t pid, bool terminal) : pid_(pid), terminal_(terminal) {}
+
+  // The child ended: reaps it and returns its status.
+  int reap();
+  // The child stopped (^Z): stops dlock too, as a shell's job, and
+  // resumes the child when dlock is resumed.
+  void follow_stop();
+
+  pid_t pid_ = -1;  // -1 once reaped
+  bool terminal_ = false;
+};
+
+}  // namespace dlock::cli
