@@ -1,0 +1,24 @@
+// A subcommand's body run so that a failure becomes one line on stderr
+// ("dlock: SQLSTATE: message") and the subcommand's failure exit code.
+#pragma once
+
+#include <exception>
+
+#include "messages.h"
+#include "pg_client.h"
+
+namespace dlock::cli {
+
+template <typename Body>
+int guarded(int failure_code, Body body) {
+  try {
+    return body();
+  } catch (const pgc::PgError& e) {
+    say(server_error_text(e.sqlstate(), e.what()));
+  } catch (const std::exception& e) {
+    say(e.what());
+  }
+  return failure_code;
+}
+
+}  // namespace dlock::cli

@@ -1,0 +1,141 @@
+// dlock acquire, renew, release and status: one call each, for scripts.
+//
+// acquire, renew and release default the owner to host:<parent pid>, the
+// script that runs them, so that the three agree without --owner (dlock
+// run, which holds the lease itself, is host:<its own pid>).
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "guarded.h"
+#include "lease.h"
+#include "lease_errors.h"
+#include "lease_request.h"
+#include "messages.h"
+#include "server_durations.h"
+#include "table.h"
+#include "usage.h"
+
+namespace dlock::cli {
+
+namespace {
+
+// default_owner() names this process (host:pid): the calling one instead.
+std::string calling_process_owner() {
+  std::string own = client::default_owner();
+  return own.substr(0, own.rfind(':') + 1) + std::to_string(getppid());
+}
+
+// The grant a script names by NAME and TOKEN.
+client::Grant named_grant(const std::string& name, std::int64_t token,
+                          const std::optional<std::string>& owner) {
+  client::Grant g;
+  g.name = name;
+  g.token = token;
+  g.owner = owner.value_or(calling_process_owner());
+  return g;
+}
+
+// A text[] literal: every element quoted, " and \ escaped.
+std::string text_array(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (const std::string& item : items) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    for (char c : item) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
+constexpr char kStatusSql[] =
+    "SELECT name, state, owner, token,"
+    "       (extract(epoch FROM valid_for) * 1000)::pg_catalog.int8,"
+    "       (extract(epoch FROM held_for) * 1000)::pg_catalog.int8"
+    "  FROM dlock.leases"
+    " WHERE $1::pg_catalog.text[] IS NULL"
+    "    OR name = ANY ($1::pg_catalog.text[])"
+    " ORDER BY name";
+
+}  // namespace
+
+int acquire_command(AcquireOptions& o) {
+  return guarded(kExitFailed, [&] {
+    pgc::Connection conn(o.lease.conninfo);
+    if (auto error = read_durations(conn, duration_fields(o))) {
+      return report_usage_error("acquire", *error);
+    }
+    client::Leases leases(conn);
+    std::optional<client::Grant> grant = take_lease(
+        leases, o.lease, o.lease.owner.value_or(calling_process_owner()));
+    if (!grant) return busy(o.lease);
+    report_grant(o.lease, *grant);
+    std::printf("%lld\n", static_cast<long long>(grant->token));
+    return 0;
+  });
+}
+
+int renew_command(RenewOptions& o) {
+  return guarded(kExitFailed, [&] {
+    pgc::Connection conn(o.conninfo);
+    if (auto error = read_durations(conn, duration_fields(o))) {
+      return report_usage_error("renew", *error);
+    }
+    std::optional<Millis> ttl;
+    if (o.ttl) ttl = o.ttl->millis;
+    client::Leases leases(conn);
+    client::Grant renewed =
+        leases.renew(named_grant(o.name, o.token, o.owner), ttl);
+    std::printf("%s\n", seconds_text(renewed.valid_for).c_str());
+    return 0;
+  });
+}
+
+int release_command(ReleaseOptions& o) {
+  return guarded(kExitFailed, [&] {
+    pgc::Connection conn(o.conninfo);
+    client::Leases leases(conn);
+    client::Grant g = named_grant(o.name, o.token, o.owner);
+    if (leases.release(g)) return 0;
+    say("lease " + g.name + " is not held with token " +
+        std::to_string(g.token) + " by owner " + g.owner);
+    return kExitFailed;
+  });
+}
+
+int status_command(const StatusOptions& o) {
+  return guarded(kExitFailed, [&] {
+    pgc::Connection conn(o.conninfo);
+    pgc::Param names;
+    if (!o.names.empty()) names = text_array(o.names);
+    pgc::Result r = conn.exec(kStatusSql, names);
+    std::vector<std::vector<std::string>> rows;
+    for (int i = 0; i < r.rows(); ++i) {
+      std::vector<std::string> row;
+      for (int c = 0; c < 4; ++c) row.push_back(r.value(i, c));
+      for (int c = 4; c < 6; ++c) {
+        row.push_back(r.isnull(i, c) ? ""
+                                     : seconds_text(Millis(r.int64(i, c))));
+      }
+      rows.push_back(std::move(row));
+    }
+    std::fputs(format_table({{"name"},
+                             {"state"},
+                             {"owner"},
+                             {"token", Align::right},
+                             {"valid for", Align::right},
+                             {"held for", Align::right}},
+                            rows)
+                   .c_str(),
+               stdout);
+    return 0;
+  });
+}
+
+}  // namespace dlock::cli

@@ -1,0 +1,140 @@
+// dlock run: take the lease, keep it with a client::Keeper while COMMAND
+// runs (child.h), release it once COMMAND has ended.
+//
+// The signal pipe is set up only once the lease is granted: until then
+// SIGINT, SIGTERM and SIGHUP end dlock as usual (a waiting acquire ends
+// with its client). From then on they go to COMMAND, and the lease is
+// released only after COMMAND has ended. A lost lease is not released:
+// the keeper found it refused, ended or past its local deadline.
+#include <csignal>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "child.h"
+#include "commands.h"
+#include "guarded.h"
+#include "keeper.h"
+#include "lease.h"
+#include "lease_errors.h"
+#include "lease_request.h"
+#include "messages.h"
+#include "server_durations.h"
+#include "signal_pipe.h"
+#include "usage.h"
+
+namespace dlock::cli {
+
+namespace {
+
+// COMMAND's view of the grant, as it was at the start.
+std::vector<std::pair<std::string, std::string>> lease_environment(
+    const client::Grant& g) {
+  return {{"DLOCK_NAME", g.name},
+          {"DLOCK_TOKEN", std::to_string(g.token)},
+          {"DLOCK_OWNER", g.owner},
+          {"DLOCK_EXPIRES_AT", g.expires_at}};
+}
+
+// Releases the grant once COMMAND has ended on its own. A lease found no
+// longer held, or a release that fails, only gets a warning: COMMAND's
+// work is done, and its status is dlock's.
+void release_after_command(const RunOptions& o, client::Leases& leases,
+                           const client::Grant& g) {
+  std::string lease =
+      "lease " + g.name + " (token " + std::to_string(g.token) + ")";
+  try {
+    bool released;
+    try {
+      released = leases.release(g);
+    } catch (const client::ConnectionLost&) {
+      // The connection sat idle while COMMAND ran; the server or a pooler
+      // may have closed it. One try on a new one.
+      pgc::Connection again(o.lease.conninfo);
+      client::Leases fresh(again);
+      released = fresh.release(g);
+    }
+    if (!released) {
+      say("warning: " + lease + " was no longer held when COMMAND ended");
+    } else if (o.lease.verbosity == Verbosity::verbose) {
+      say(lease + " released");
+    }
+  } catch (const pgc::PgError& e) {
+    say("warning: could not release " + lease + ": " +
+        server_error_text(e.sqlstate(), e.what()) + "; it ends at its expiry");
+  }
+}
+
+client::KeeperOptions keeper_options(const RunOptions& o) {
+  client::KeeperOptions k;
+  k.conninfo = o.lease.conninfo;
+  k.policy.fixed_margin = keeper_margin(o.kill_after.millis.value());
+  k.behind_pooler = o.lease.pooler;
+  if (o.lease.verbosity == Verbosity::verbose) {
+    k.on_renewed = [](const client::Grant& g) {
+      say("lease " + g.name + " renewed: valid for " +
+          seconds_text(g.valid_for) + " s");
+    };
+  }
+  return k;
+}
+
+// COMMAND under the lease, from the grant to the release.
+int run_holding(const RunOptions& o, client::Leases& leases,
+                const client::Grant& grant) {
+  SignalPipe signals({SIGINT, SIGTERM, SIGHUP});
+  client::Keeper keeper(grant, keeper_options(o));
+  Command command{o.command, lease_environment(grant),
+                  in_terminal_foreground()};
+  std::variant<Child, SpawnFailure> spawned = Child::spawn(command, signals);
+  if (auto* failure = std::get_if<SpawnFailure>(&spawned)) {
+    keeper.stop();
+    say(failure->message);
+    release_after_command(o, leases, keeper.grant());
+    return failure->exit_code;
+  }
+  bool told = false;
+  Ending end = std::get<Child>(spawned).wait(
+      signals,
+      [&] {
+        if (!keeper.lost()) return false;
+        if (!told) say("lease " + grant.name + " lost: " + keeper.why());
+        told = true;
+        return true;
+      },
+      o.kill_after.millis.value());
+  keeper.stop();
+  if (end.lost_while_running) return kExitLost;
+  release_after_command(o, leases, keeper.grant());
+  return end.exit_code;
+}
+
+}  // namespace
+
+int run_command(RunOptions& o) {
+  return guarded(kExitRunFailed, [&] {
+    pgc::Connection conn(o.lease.conninfo);
+    std::optional<std::string> error = read_durations(conn, duration_fields(o));
+    if (!error) error = check_kill_after(o);
+    if (error) return report_usage_error("run", *error);
+    client::Leases leases(conn);
+    std::optional<client::Grant> grant = take_lease(
+        leases, o.lease, o.lease.owner.value_or(client::default_owner()));
+    if (!grant) return busy(o.lease);
+    report_grant(o.lease, *grant);
+    try {
+      return run_holding(o, leases, *grant);
+    } catch (...) {
+      // dlock failed before COMMAND could run (or while watching it, which
+      // kills it): give the lease back if the server can be told.
+      try {
+        leases.release(*grant);
+      } catch (...) {
+      }
+      throw;
+    }
+  });
+}
+
+}  // namespace dlock::cli

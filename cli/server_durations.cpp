@@ -1,0 +1,33 @@
+#include "server_durations.h"
+
+#include <libpq-fe.h>
+
+namespace dlock::cli {
+
+std::optional<std::string> read_durations(
+    pgc::Connection& conn, const std::vector<DurationField>& fields) {
+  for (const DurationField& f : fields) {
+    Duration& d = *f.value;
+    if (d.millis) continue;
+    // extract(epoch) counts a day as 24 hours and a month as 30 days, as
+    // dlock does (a year, though, as 365.25 days).
+    pgc::Result r = conn.try_exec(
+        "SELECT (extract(epoch FROM $1::pg_catalog.interval)"
+        " * 1000)::pg_catalog.int8",
+        d.text);
+    if (!r.ok()) {
+      std::string sqlstate = r.sqlstate();
+      if (sqlstate.compare(0, 2, "22") != 0) {
+        throw pgc::PgError(sqlstate, r.error());
+      }
+      const char* primary =
+          PQresultErrorField(r.get(), PG_DIAG_MESSAGE_PRIMARY);
+      return std::string(f.flag) + ": '" + d.text +
+             "' is not a duration: " + (primary ? primary : r.error());
+    }
+    d.millis = Millis(r.int64(0, 0));
+  }
+  return check_durations(fields);
+}
+
+}  // namespace dlock::cli
