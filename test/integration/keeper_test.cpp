@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -34,6 +35,7 @@ bool eventually(Pred pred, milliseconds limit = milliseconds(10000)) {
 class KeeperTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    conn_.exec("SET client_min_messages = warning");
     conn_.exec("CREATE EXTENSION IF NOT EXISTS dlock");
   }
   // A lease name of this test run's own, so runs never meet old rows.
@@ -148,6 +150,30 @@ TEST_F(KeeperTest, KeeperReconnectsWhenItsSessionEnds) {
             1);
   keeper.stop();
   EXPECT_TRUE(leases_.release(keeper.grant()));
+}
+
+TEST_F(KeeperTest, MultiHostConninfoFindsTheWritableServer) {
+  // The first host is a socket directory with no server: libpq moves on
+  // to the next, as it would past a dead or read-only node.
+  const char* host = std::getenv("PGHOST");
+  ASSERT_NE(host, nullptr) << "PGHOST names the test server";
+  std::string conninfo = std::string("host=/nonexistent-dlock-host,") + host +
+                         " target_session_attrs=read-write";
+  pgc::Connection conn(conninfo);
+  Leases leases(conn);
+  Terms terms;
+  terms.ttl = milliseconds(3000);
+  auto g = leases.try_acquire(lease("multihost"), "keeper-f", terms);
+  ASSERT_TRUE(g);
+  std::atomic<int> renewals{0};
+  KeeperOptions options;
+  options.conninfo = conninfo;
+  options.on_renewed = [&](const Grant&) { ++renewals; };
+  Keeper keeper(*g, options);
+  ASSERT_TRUE(eventually([&] { return renewals.load() >= 2; }));
+  EXPECT_FALSE(keeper.lost()) << keeper.why();
+  keeper.stop();
+  EXPECT_TRUE(leases.release(keeper.grant()));
 }
 
 // Notes when the keeper said its lease was lost, on the keeper's clock.
