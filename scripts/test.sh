@@ -42,6 +42,17 @@ googletest() {
   (cd "$DLOCK_ROOT/build" && ctest --output-on-failure)
 }
 
+# A program of its own, built against the installed client library as a
+# user's would be (find_package(dlock_client)), run against the cluster.
+installed_client() {
+  local dir rc=0
+  dir=$(mktemp -d /tmp/dlock-consumer.XXXXXX)
+  cmake -S "$DLOCK_ROOT/test/consumer" -B "$dir" -DCMAKE_PREFIX_PATH=/usr/local >/dev/null &&
+    cmake --build "$dir" >/dev/null && "$dir/consumer" || rc=1
+  rm -rf "$dir"
+  return $rc
+}
+
 # PostgreSQL::Test::Cluster runs initdb itself, so the TAP tests run as the
 # server user, from a scratch directory that user owns.
 tap() {
@@ -65,6 +76,7 @@ tap() {
 suite "static checks" static_checks
 suite "pg_regress + isolation" regress
 suite "googletest (unit + libpq stress)" googletest
+suite "installed client library" installed_client
 suite "tap" tap
 
 if [ "$failed" -gt 0 ]; then
