@@ -11,10 +11,14 @@ namespace dlock::client {
 namespace {
 
 // The columns of dlock.lease as Grant reads them; valid_for in whole
-// milliseconds, rounded down (never more validity than the server said).
+// milliseconds, rounded down (never more validity than the server said);
+// acquired_at and expires_at again in microseconds since the epoch
+// (extract gives numeric, so the conversion is exact).
 constexpr char kGrantColumns[] =
     "SELECT name, token, owner, acquired_at, expires_at,"
-    " floor(extract(epoch FROM valid_for) * 1000)::bigint FROM ";
+    " floor(extract(epoch FROM valid_for) * 1000)::bigint,"
+    " (extract(epoch FROM acquired_at) * 1000000)::bigint,"
+    " (extract(epoch FROM expires_at) * 1000000)::bigint FROM ";
 
 // Backoff of WaitMode::poll.
 constexpr Millis kFirstPoll{50};
@@ -47,6 +51,8 @@ std::optional<Grant> read_grant(const pgc::Result& r, TimePoint sent) {
   g.acquired_at = r.value(0, 3);
   g.expires_at = r.value(0, 4);
   g.valid_for = Millis(r.int64(0, 5));
+  g.acquired_at_us = r.int64(0, 6);
+  g.expires_at_us = r.int64(0, 7);
   g.sent = sent;
   return g;
 }
@@ -95,6 +101,7 @@ std::optional<Grant> Leases::acquire(const std::string& name,
       if (auto g = try_acquire(name, owner, terms)) return g;
       TimePoint now = BootClock::now();
       if (now >= until) return std::nullopt;
+      ++busy_polls_;
       std::this_thread::sleep_until(
           std::chrono::steady_clock::now() +
           std::min<BootClock::duration>(pause, until - now));

@@ -25,6 +25,10 @@ struct Grant {
   std::string owner;
   std::string acquired_at;  // the server's timestamptz text
   std::string expires_at;   // the server's timestamptz text
+  // The same two instants as microseconds since the Unix epoch on the
+  // server's clock, exact: for comparing them without parsing the text.
+  std::int64_t acquired_at_us = 0;
+  std::int64_t expires_at_us = 0;
   Millis valid_for{0};      // validity left when the server answered
   TimePoint sent;           // when this client sent the call that returned it
 };
@@ -72,6 +76,7 @@ class Leases {
                                    const std::string& owner,
                                    const Terms& terms);
   // Waits up to timeout; nullopt when it passed with the lease still busy.
+  // WaitMode::poll counts each busy answer in busy_polls().
   std::optional<Grant> acquire(const std::string& name,
                                const std::string& owner, const Terms& terms,
                                Millis timeout,
@@ -83,8 +88,13 @@ class Leases {
   // this token by this owner.
   bool release(const Grant& grant);
 
+  // How many times a polling acquire() on this object found the lease busy
+  // and paused before asking again.
+  std::int64_t busy_polls() const { return busy_polls_; }
+
  private:
   pgc::Connection& conn_;
+  std::int64_t busy_polls_ = 0;
 };
 
 }  // namespace dlock::client

@@ -60,6 +60,11 @@ tap() {
   dir=$(mktemp -d /tmp/dlock-tap.XXXXXX)
   cp -r "$DLOCK_ROOT/test/tap" "$dir/t"
   cp "$DLOCK_ROOT/README.md" "$dir/README.md"  # 007 runs its quickstart
+  # 009 runs the CMake build's pooler stress program (the googletest suite
+  # builds it); without it, 009 fails and says so.
+  if [ -x "$DLOCK_ROOT/build/dlock_pooler_stress" ]; then
+    cp "$DLOCK_ROOT/build/dlock_pooler_stress" "$dir/t/"
+  fi
   [ "$(id -u)" = 0 ] && chown -R postgres: "$dir"
   local pgxs_test
   pgxs_test=$(dirname "$(pg_config --pgxs)")/../../src/test

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -66,12 +67,17 @@ TEST_F(KeeperTest, LeasesGrantReportBusyRenewAndRelease) {
   EXPECT_GT(g->token, 0);
   EXPECT_GT(g->valid_for, milliseconds(59000));
   EXPECT_LE(g->valid_for, milliseconds(60000));
+  EXPECT_EQ(g->expires_at_us - g->acquired_at_us, 60'000'000);
 
   EXPECT_FALSE(leases_.try_acquire(lease("basic"), "worker-b", terms));
   EXPECT_FALSE(leases_.acquire(lease("basic"), "worker-b", terms,
                                milliseconds(50)));
+  EXPECT_EQ(leases_.busy_polls(), 0);
   EXPECT_FALSE(leases_.acquire(lease("basic"), "worker-b", terms,
                                milliseconds(50), WaitMode::poll));
+  // Busy, a pause to the end of the 50 ms, busy again: at most one pause.
+  const std::int64_t busy_polls = leases_.busy_polls();
+  EXPECT_LE(busy_polls, 1);
   auto again = leases_.try_acquire(lease("basic"), "worker-a", terms);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->token, g->token) << "an owner's retry gets its grant";
@@ -79,6 +85,8 @@ TEST_F(KeeperTest, LeasesGrantReportBusyRenewAndRelease) {
   Grant renewed = leases_.renew(*g, milliseconds(120000));
   EXPECT_EQ(renewed.token, g->token);
   EXPECT_GT(renewed.valid_for, milliseconds(119000));
+  EXPECT_EQ(renewed.acquired_at_us, g->acquired_at_us);
+  EXPECT_GT(renewed.expires_at_us, g->expires_at_us);
 
   EXPECT_TRUE(leases_.release(*g));
   EXPECT_FALSE(leases_.release(*g));
@@ -87,6 +95,7 @@ TEST_F(KeeperTest, LeasesGrantReportBusyRenewAndRelease) {
                               milliseconds(1000), WaitMode::poll);
   ASSERT_TRUE(next);
   EXPECT_GT(next->token, g->token);
+  EXPECT_EQ(leases_.busy_polls(), busy_polls) << "granted at once";
   EXPECT_TRUE(leases_.release(*next));
 }
 

@@ -190,7 +190,8 @@ my @pgbouncers;
 END { $_->kill_kill for grep { $_->pumpable } @pgbouncers; }
 
 # PgBouncer in front of database postgres of $node, in transaction mode,
-# with at most pool_size (1 unless given) server connections. It listens
+# with at most pool_size (1 unless given) server connections and
+# max_client_conn (PgBouncer's default, 100, unless given) clients. It listens
 # on a unix socket only, in a directory of its own: no TCP port to collide
 # with (Debian's own pgbouncer service may hold 6432 on localhost), so a
 # fixed port number does. Once it accepts connections, returns a hash:
@@ -210,6 +211,7 @@ sub start_pgbouncer
 	my $log = Cwd::abs_path($PostgreSQL::Test::Utils::log_path) . '/'
 	  . File::Basename::basename($0, '.pl') . '_pgbouncer_' . (@pgbouncers + 1) . '.log';
 	my $pool_size = $opt{pool_size} // 1;
+	my $max_client_conn = $opt{max_client_conn} // 100;
 	PostgreSQL::Test::Utils::append_to_file("$dir/userlist.txt", qq{"$user" ""\n});
 	my $server = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
 	PostgreSQL::Test::Utils::append_to_file("$dir/pgbouncer.ini", qq{
@@ -224,6 +226,7 @@ auth_file = $dir/userlist.txt
 admin_users = $user
 pool_mode = transaction
 default_pool_size = $pool_size
+max_client_conn = $max_client_conn
 logfile = $log
 pidfile = $dir/pgbouncer.pid
 });
