@@ -61,8 +61,8 @@ void release_after_command(const RunOptions& o, client::Leases& leases,
       say(lease + " released");
     }
   } catch (const pgc::PgError& e) {
-    say("warning: could not release " + lease + ": " +
-        server_error_text(e.sqlstate(), e.what()) + "; it ends at its expiry");
+    say("warning: could not release " + lease + ": " + error_text(e) +
+        "; it ends at its expiry");
   }
 }
 
