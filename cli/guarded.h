@@ -1,5 +1,6 @@
 // A subcommand's body run so that a failure becomes one line on stderr
-// ("dlock: SQLSTATE: message") and the subcommand's failure exit code.
+// ("dlock: SQLSTATE: message (detail)", messages.h) and the subcommand's
+// failure exit code.
 #pragma once
 
 #include <exception>
@@ -14,7 +15,7 @@ int guarded(int failure_code, Body body) {
   try {
     return body();
   } catch (const pgc::PgError& e) {
-    say(server_error_text(e.sqlstate(), e.what()));
+    say(error_text(e));
   } catch (const std::exception& e) {
     say(e.what());
   }

@@ -1,23 +1,45 @@
 #include "messages.h"
 
 #include <cstdio>
-#include <string_view>
 
 namespace dlock::cli {
 
-std::string server_error_text(const std::string& sqlstate,
-                              const std::string& message) {
-  std::string text = message;
-  for (std::string_view severity : {"ERROR:  ", "FATAL:  ", "PANIC:  "}) {
-    if (text.compare(0, severity.size(), severity) == 0) {
-      text.erase(0, severity.size());
-      break;
+namespace {
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+// text with every run of white space that holds a line break made one
+// space, and no white space at either end.
+std::string one_line(const std::string& text) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t end = i;
+    bool breaks = false;
+    while (end < text.size() && is_space(text[end])) {
+      breaks = breaks || text[end] == '\n' || text[end] == '\r';
+      ++end;
     }
+    if (end == i) {
+      out += text[i++];
+      continue;
+    }
+    bool at_an_end = i == 0 || end == text.size();
+    if (!at_an_end) out += breaks ? std::string(" ") : text.substr(i, end - i);
+    i = end;
   }
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
-    text.pop_back();
-  }
-  return sqlstate.empty() ? text : sqlstate + ": " + text;
+  return out;
+}
+
+}  // namespace
+
+std::string error_text(const pgc::PgError& e) {
+  std::string text = one_line(e.what());
+  std::string detail = one_line(e.detail());
+  if (!detail.empty()) text += " (" + detail + ")";
+  return e.sqlstate().empty() ? text : e.sqlstate() + ": " + text;
 }
 
 void say(const std::string& text) {

@@ -1,15 +1,18 @@
 // What dlock says on stderr: one "dlock: ..." line per message, and
-// server errors as "SQLSTATE: message".
+// failed connections and statements as "SQLSTATE: message (detail)".
 #pragma once
 
 #include <string>
 
+#include "pg_client.h"
+
 namespace dlock::cli {
 
-// "LD002: lease \"job\" is not held\nDETAIL:  ...": libpq's message
-// without its "ERROR:  " prefix, after the SQLSTATE when there is one.
-std::string server_error_text(const std::string& sqlstate,
-                              const std::string& message);
+// A pgc::PgError on one line: its SQLSTATE (when there is one: libpq's own
+// failures have none), its message, and the server's DETAIL in
+// parentheses when there is one. libpq's continuation lines ("\n\tIs the
+// server running ...") are joined with single spaces.
+std::string error_text(const pgc::PgError& e);
 
 // Writes "dlock: " + text and a newline to stderr, in one write.
 void say(const std::string& text);

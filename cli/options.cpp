@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
@@ -172,7 +173,6 @@ Parsed checked(const char* topic, T options,
 Parsed parse_run(const std::vector<std::string>& args) {
   RunOptions o;
   o.lease.ttl = duration_from_text("30s");
-  o.kill_after = duration_from_text("5s");
   Options options = lease_options(o.lease);
   options.push_back(value("kill-after", o.kill_after));
   Words words;
@@ -310,7 +310,7 @@ Parsed parse_command_line(const std::vector<std::string>& args) {
 
 std::vector<DurationField> duration_fields(RunOptions& o) {
   std::vector<DurationField> fields = lease_fields(o.lease);
-  fields.push_back({"--kill-after", &o.kill_after, Floor::zero});
+  add_field(fields, "--kill-after", o.kill_after, Floor::zero);
   return fields;
 }
 
@@ -340,16 +340,29 @@ Millis keeper_margin(Millis kill_after) {
   return Millis(250) + kill_after;
 }
 
+Millis default_kill_after(Millis ttl) {
+  return std::min<Millis>(Millis(5000), ttl / 10);
+}
+
+std::optional<Millis> kill_after_of(const RunOptions& o) {
+  if (o.kill_after) return o.kill_after->millis;
+  if (!o.lease.ttl.millis) return std::nullopt;
+  return default_kill_after(*o.lease.ttl.millis);
+}
+
 std::optional<std::string> check_kill_after(const RunOptions& o) {
   const std::optional<Millis>& ttl = o.lease.ttl.millis;
-  const std::optional<Millis>& kill_after = o.kill_after.millis;
+  std::optional<Millis> kill_after = kill_after_of(o);
   if (!ttl || !kill_after || kill_after->count() < 0) return std::nullopt;
   Millis least = 3 * keeper_margin(*kill_after);
   if (*ttl > least) return std::nullopt;
+  std::string kill_after_text =
+      o.kill_after
+          ? o.kill_after->text
+          : "(default " + seconds_text(*kill_after) + " s, a tenth of the ttl)";
   return "--ttl " + o.lease.ttl.text + " leaves no room for --kill-after " +
-         o.kill_after.text +
-         ": the ttl must be more than 3 x (kill-after + "
-         "250ms), here " +
+         kill_after_text +
+         ": the ttl must be more than 3 x (kill-after + 250ms), here " +
          seconds_text(least) + " s";
 }
 

@@ -40,7 +40,8 @@ struct LeaseRequest {
 struct RunOptions {
   LeaseRequest lease;  // ttl defaults to 30s here
   std::vector<std::string> command;
-  Duration kill_after;  // between SIGTERM and SIGKILL; 5s by default
+  // Between SIGTERM and SIGKILL; unset: default_kill_after() of the ttl.
+  std::optional<Duration> kill_after;
 };
 
 struct AcquireOptions {
@@ -114,11 +115,20 @@ std::optional<std::string> check_durations(
 // COMMAND (kill-after) plus 250 ms to notice the loss and signal.
 Millis keeper_margin(Millis kill_after);
 
+// --kill-after's default: the smaller of 5 s and a tenth of the ttl, so
+// that a short ttl does not break the rule below (any ttl from 1.072 s up
+// keeps it).
+Millis default_kill_after(Millis ttl);
+
+// --kill-after, or its default once the ttl is read; nullopt while the
+// one it depends on is not read yet.
+std::optional<Millis> kill_after_of(const RunOptions& o);
+
 // dlock run's rule: the ttl must be more than 3 x keeper_margin(kill-after).
 // The keeper renews after a third of the ttl and gives up at its deadline,
 // ttl - 1% - margin after the grant: the rule leaves about a third of the
-// ttl between the two for retries. nullopt when it holds, or while either
-// is not read yet.
+// ttl between the two for retries. nullopt when it holds, or while the ttl
+// or kill-after is not read yet.
 std::optional<std::string> check_kill_after(const RunOptions& o);
 
 }  // namespace dlock::cli

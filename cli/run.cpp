@@ -61,15 +61,15 @@ void release_after_command(const RunOptions& o, client::Leases& leases,
       say(lease + " released");
     }
   } catch (const pgc::PgError& e) {
-    say("warning: could not release " + lease + ": " +
-        server_error_text(e.sqlstate(), e.what()) + "; it ends at its expiry");
+    say("warning: could not release " + lease + ": " + error_text(e) +
+        "; it ends at its expiry");
   }
 }
 
 client::KeeperOptions keeper_options(const RunOptions& o) {
   client::KeeperOptions k;
   k.conninfo = o.lease.conninfo;
-  k.policy.fixed_margin = keeper_margin(o.kill_after.millis.value());
+  k.policy.fixed_margin = keeper_margin(kill_after_of(o).value());
   k.behind_pooler = o.lease.pooler;
   if (o.lease.verbosity == Verbosity::verbose) {
     k.on_renewed = [](const client::Grant& g) {
@@ -103,7 +103,7 @@ int run_holding(const RunOptions& o, client::Leases& leases,
         told = true;
         return true;
       },
-      o.kill_after.millis.value());
+      kill_after_of(o).value());
   keeper.stop();
   if (end.lost_while_running) return kExitLost;
   release_after_command(o, leases, keeper.grant());

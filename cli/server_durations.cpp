@@ -1,7 +1,5 @@
 #include "server_durations.h"
 
-#include <libpq-fe.h>
-
 namespace dlock::cli {
 
 std::optional<std::string> read_durations(
@@ -16,14 +14,9 @@ std::optional<std::string> read_durations(
         " * 1000)::pg_catalog.int8",
         d.text);
     if (!r.ok()) {
-      std::string sqlstate = r.sqlstate();
-      if (sqlstate.compare(0, 2, "22") != 0) {
-        throw pgc::PgError(sqlstate, r.error());
-      }
-      const char* primary =
-          PQresultErrorField(r.get(), PG_DIAG_MESSAGE_PRIMARY);
+      if (r.sqlstate().compare(0, 2, "22") != 0) r.raise();
       return std::string(f.flag) + ": '" + d.text +
-             "' is not a duration: " + (primary ? primary : r.error());
+             "' is not a duration: " + r.message();
     }
     d.millis = Millis(r.int64(0, 0));
   }

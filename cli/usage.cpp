@@ -55,8 +55,8 @@ Options:
       --min-hold D      keep it taken until D after the grant even when
                           COMMAND ends sooner: run a job once per period
       --kill-after D    grace between SIGTERM and SIGKILL when the lease is
-                          lost (default 5s); the ttl must be more than
-                          3 x (kill-after + 250ms)
+                          lost (default: a tenth of the ttl, at most 5s);
+                          the ttl must be more than 3 x (kill-after + 250ms)
       --conflict-exit-code N  the exit status when the lease is busy
                           (default 75)
       --pooler          the connection goes through a transaction pooler:

@@ -17,7 +17,7 @@ void rethrow_as_lease_error(const pgc::PgError& e) {
 
 void raise_lease_error(const pgc::Result& failed) {
   rethrow_as_lease_error(
-      pgc::PgError(failed.sqlstate(), failed.error(), failed.detail()));
+      pgc::PgError(failed.sqlstate(), failed.message(), failed.detail()));
 }
 
 bool ends_grant(const std::string& sqlstate) {

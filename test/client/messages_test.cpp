@@ -5,18 +5,40 @@
 namespace dlock::cli {
 namespace {
 
-TEST(ServerErrorText, SqlstateThenTheMessageWithoutItsSeverity) {
-  EXPECT_EQ(server_error_text("LD002",
-                              "ERROR:  lease \"job\" is not held with token "
-                              "7\nDETAIL:  It expired.\n"),
-            "LD002: lease \"job\" is not held with token 7\n"
-            "DETAIL:  It expired.");
-  EXPECT_EQ(server_error_text("08001", "could not connect: no server\n"),
-            "08001: could not connect: no server");
-  EXPECT_EQ(server_error_text("", "FATAL:  terminating connection"),
-            "terminating connection");
-  EXPECT_EQ(server_error_text("57P01", "server closed the connection"),
-            "57P01: server closed the connection");
+TEST(ErrorText, SqlstateMessageAndDetailOnOneLine) {
+  EXPECT_EQ(
+      error_text(pgc::PgError("LD002", "lease \"job\" is not held with token 7",
+                              "It expired at 2026-12-01 10:00:00+00.")),
+      "LD002: lease \"job\" is not held with token 7 (It expired at "
+      "2026-12-01 10:00:00+00.)");
+  EXPECT_EQ(error_text(pgc::PgError("22023", "ttl must be positive")),
+            "22023: ttl must be positive");
+}
+
+TEST(ErrorText, LibpqFailuresHaveNoSqlstate) {
+  EXPECT_EQ(error_text(pgc::PgError(
+                "",
+                "server closed the connection unexpectedly\n\tThis "
+                "probably means the server terminated abnormally\n")),
+            "server closed the connection unexpectedly This probably means "
+            "the server terminated abnormally");
+}
+
+TEST(ErrorText, ContinuationLinesAreJoinedWithOneSpace) {
+  EXPECT_EQ(error_text(pgc::PgError(
+                "08001",
+                "could not connect: connection to server on socket "
+                "\"/run/pg/.s.PGSQL.5432\" failed: No such file or directory\n"
+                "\tIs the server running locally and accepting connections "
+                "on that socket?")),
+            "08001: could not connect: connection to server on socket "
+            "\"/run/pg/.s.PGSQL.5432\" failed: No such file or directory Is "
+            "the server running locally and accepting connections on that "
+            "socket?");
+  // Spaces within a line stay as they are.
+  EXPECT_EQ(error_text(pgc::PgError("", "failed: FATAL:  no  such\r\n",
+                                    "\n two\n\n lines \n")),
+            "failed: FATAL:  no  such (two lines)");
 }
 
 }  // namespace

@@ -34,6 +34,11 @@ Floors floors(const std::vector<DurationField>& fields) {
   return out;
 }
 
+// The kill-after dlock run would use for args.
+std::optional<Millis> kill_after_for(const Args& args) {
+  return kill_after_of(parsed_as<RunOptions>(args));
+}
+
 UsageError usage_error(const Args& args) {
   Parsed p = parse_command_line(args);
   if (const auto* e = std::get_if<UsageError>(&p)) return *e;
@@ -59,7 +64,8 @@ TEST(RunOptions, Defaults) {
   EXPECT_EQ(o.lease.conflict_exit_code, 75);
   EXPECT_FALSE(o.lease.pooler);
   EXPECT_EQ(o.lease.verbosity, Verbosity::normal);
-  EXPECT_EQ(o.kill_after.millis, Millis(5000));
+  EXPECT_FALSE(o.kill_after.has_value());
+  EXPECT_EQ(kill_after_of(o), Millis(3000));  // a tenth of the ttl
 }
 
 TEST(RunOptions, EveryOption) {
@@ -95,7 +101,9 @@ TEST(RunOptions, EveryOption) {
   EXPECT_EQ(o.lease.min_hold->millis, Millis(3300000));
   EXPECT_EQ(o.lease.conninfo, "host=/run/pg dbname=jobs");
   EXPECT_EQ(o.lease.conflict_exit_code, 0);
-  EXPECT_EQ(o.kill_after.millis, Millis(2000));
+  ASSERT_TRUE(o.kill_after.has_value());
+  EXPECT_EQ(o.kill_after->millis, Millis(2000));
+  EXPECT_EQ(kill_after_of(o), Millis(2000));
   EXPECT_TRUE(o.lease.pooler);
   EXPECT_EQ(o.lease.verbosity, Verbosity::verbose);
 }
@@ -131,10 +139,29 @@ TEST(RunOptions, ServerDurationsStayUnread) {
       {"run", "--ttl", "90 seconds", "--kill-after", "00:00:02", "j", "x"});
   EXPECT_EQ(o.lease.ttl.text, "90 seconds");
   EXPECT_EQ(o.lease.ttl.millis, std::nullopt);
-  EXPECT_EQ(o.kill_after.text, "00:00:02");
-  EXPECT_EQ(o.kill_after.millis, std::nullopt);
+  ASSERT_TRUE(o.kill_after.has_value());
+  EXPECT_EQ(o.kill_after->text, "00:00:02");
+  EXPECT_EQ(o.kill_after->millis, std::nullopt);
+  EXPECT_EQ(kill_after_of(o), std::nullopt);
   // Both are checked once the server has read them.
   EXPECT_EQ(check_kill_after(o), std::nullopt);
+}
+
+TEST(RunOptions, DefaultKillAfterWaitsForTheServersTtl) {
+  RunOptions o =
+      parsed_as<RunOptions>({"run", "--ttl", "90 seconds", "j", "x"});
+  EXPECT_FALSE(o.kill_after.has_value());
+  EXPECT_EQ(floors(duration_fields(o)), (Floors{{"--ttl", Floor::above_zero}}));
+  EXPECT_EQ(kill_after_of(o), std::nullopt);
+  EXPECT_EQ(check_kill_after(o), std::nullopt);
+  o.lease.ttl.millis = Millis(90000);  // what the server answers
+  EXPECT_EQ(kill_after_of(o), Millis(5000));
+  o.lease.ttl.millis = Millis(1000);
+  EXPECT_EQ(kill_after_of(o), Millis(100));
+  EXPECT_EQ(check_kill_after(o),
+            "--ttl 90 seconds leaves no room for --kill-after (default "
+            "0.100 s, a tenth of the ttl): the ttl must be more than 3 x "
+            "(kill-after + 250ms), here 1.050 s");
 }
 
 TEST(RunOptions, Help) {
@@ -185,27 +212,60 @@ TEST(RunOptions, UsageErrors) {
 
 // The ttl must be more than 3 x (kill-after + 250ms).
 TEST(RunOptions, KillAfterMustLeaveRoomInTheTtl) {
-  UsageError e = usage_error({"run", "--ttl", "10s", "j", "x"});
+  UsageError e =
+      usage_error({"run", "--ttl", "10s", "--kill-after", "5s", "j", "x"});
   EXPECT_EQ(e.message,
             "--ttl 10s leaves no room for --kill-after 5s: the ttl must be "
             "more than 3 x (kill-after + 250ms), here 15.750 s");
-  UsageError at_the_edge = usage_error({"run", "--ttl", "15s750ms", "j", "x"});
+  UsageError at_the_edge =
+      usage_error({"run", "--ttl", "15s750ms", "--kill-after", "5s", "j", "x"});
   EXPECT_EQ(at_the_edge.message,
             "--ttl 15s750ms leaves no room for --kill-after 5s: the ttl must "
             "be more than 3 x (kill-after + 250ms), here 15.750 s");
-  EXPECT_EQ(parsed_as<RunOptions>({"run", "--ttl", "15s751ms", "j", "x"})
+  EXPECT_EQ(parsed_as<RunOptions>(
+                {"run", "--ttl", "15s751ms", "--kill-after", "5s", "j", "x"})
                 .lease.ttl.millis,
             Millis(15751));
-  EXPECT_EQ(parsed_as<RunOptions>(
-                {"run", "--ttl", "1s", "--kill-after", "0s", "j", "x"})
-                .kill_after.millis,
-            Millis(0));
+  EXPECT_EQ(
+      kill_after_for({"run", "--ttl", "1s", "--kill-after", "0s", "j", "x"}),
+      Millis(0));
   EXPECT_EQ(
       usage_error({"run", "--ttl", "750ms", "--kill-after", "0s", "j", "x"})
           .message,
       "--ttl 750ms leaves no room for --kill-after 0s: the ttl must be "
       "more than 3 x (kill-after + 250ms), here 0.750 s");
   EXPECT_EQ(keeper_margin(Millis(5000)), Millis(5250));
+}
+
+// The default is the smaller of 5s and a tenth of the ttl, so that short
+// ttls need no --kill-after.
+TEST(RunOptions, DefaultKillAfterIsATenthOfTheTtlUpTo5s) {
+  EXPECT_EQ(default_kill_after(Millis(10000)), Millis(1000));
+  EXPECT_EQ(default_kill_after(Millis(30000)), Millis(3000));
+  EXPECT_EQ(default_kill_after(Millis(49999)), Millis(4999));
+  EXPECT_EQ(default_kill_after(Millis(50000)), Millis(5000));
+  EXPECT_EQ(default_kill_after(Millis(600000)), Millis(5000));
+  EXPECT_EQ(default_kill_after(Millis(1075)), Millis(107));
+
+  RunOptions ten = parsed_as<RunOptions>({"run", "--ttl", "10s", "j", "x"});
+  EXPECT_FALSE(ten.kill_after.has_value());
+  EXPECT_EQ(kill_after_of(ten), Millis(1000));
+  EXPECT_EQ(kill_after_for({"run", "--ttl", "10m", "j", "x"}), Millis(5000));
+  // The smallest ttl the default leaves room in: 3 x (107 + 250) = 1071.
+  EXPECT_EQ(kill_after_for({"run", "--ttl", "1s72ms", "j", "x"}), Millis(107));
+  EXPECT_EQ(usage_error({"run", "--ttl", "1s71ms", "j", "x"}).message,
+            "--ttl 1s71ms leaves no room for --kill-after (default 0.107 s, "
+            "a tenth of the ttl): the ttl must be more than 3 x (kill-after "
+            "+ 250ms), here 1.071 s");
+  // An explicit --kill-after is taken as it is, and checked.
+  EXPECT_EQ(
+      kill_after_for({"run", "--ttl", "10m", "--kill-after", "20s", "j", "x"}),
+      Millis(20000));
+  EXPECT_EQ(
+      usage_error({"run", "--ttl", "1m", "--kill-after", "20s", "j", "x"})
+          .message,
+      "--ttl 1m leaves no room for --kill-after 20s: the ttl must be more "
+      "than 3 x (kill-after + 250ms), here 60.750 s");
 }
 
 TEST(RunOptions, ChecksDurationsTheServerRead) {
@@ -237,9 +297,9 @@ TEST(RunOptions, ChecksDurationsTheServerRead) {
 }
 
 TEST(RunOptions, LeaseTermsAreLeftToTheServer) {
-  RunOptions o =
-      parsed_as<RunOptions>({"run", "--lock-delay", "-1 s", "--max-hold", "0s",
-                             "--min-hold", "2d", "j", "c"});
+  RunOptions o = parsed_as<RunOptions>({"run", "--lock-delay", "-1 s",
+                                        "--max-hold", "0s", "--min-hold", "2d",
+                                        "--kill-after", "1s", "j", "c"});
   std::vector<DurationField> fields = duration_fields(o);
   EXPECT_EQ(floors(fields), (Floors{{"--ttl", Floor::above_zero},
                                     {"--lock-delay", Floor::none},
