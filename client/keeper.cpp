@@ -1,6 +1,7 @@
 #include "keeper.h"
 
 #include <algorithm>
+#include <cctype>
 #include <utility>
 
 #include "lease_ended.h"
@@ -16,6 +17,24 @@ constexpr Millis kLookAgain{50};
 // How the keeper's sessions show in pg_stat_activity, unless the conninfo
 // names them.
 constexpr char kApplicationName[] = "dlock keeper";
+
+// A reason on one line: libpq's messages may run over several (a failed
+// connection adds "\n\tIs the server running ...?").
+std::string one_line(const std::string& text) {
+  std::string line;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n') {
+      line += text[i];
+      continue;
+    }
+    while (i + 1 < text.size() &&
+           std::isspace(static_cast<unsigned char>(text[i + 1]))) {
+      ++i;
+    }
+    if (i + 1 < text.size()) line += ' ';
+  }
+  return line;
+}
 
 }  // namespace
 
@@ -61,7 +80,8 @@ void Keeper::renewed(const Grant& grant) {
   if (options_.on_renewed) options_.on_renewed(grant);
 }
 
-void Keeper::lose(const std::string& why) {
+void Keeper::lose(const std::string& reason) {
+  std::string why = one_line(reason);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     why_ = why;

@@ -40,8 +40,8 @@ struct KeeperOptions {
   DeadlinePolicy policy;
   // Through a transaction pooler: no LISTEN, renewals alone decide.
   bool behind_pooler = false;
-  // Called once, from the keeper's thread, with why the lease was lost
-  // ("force-released by ops: deploy", "not renewed in time: ...").
+  // Called once, from the keeper's thread, with why the lease was lost, on
+  // one line ("force-released by ops: deploy", "not renewed in time (...)").
   std::function<void(const std::string& why)> on_lost;
   // Called from the keeper's thread after each successful renewal.
   std::function<void(const Grant&)> on_renewed;
@@ -58,7 +58,7 @@ class Keeper {
 
   // The pollable flag: true once the lease is lost.
   bool lost() const { return lost_.load(); }
-  // Why it was lost ("" while held).
+  // Why it was lost, on one line ("" while held).
   std::string why() const;
   // The grant as last renewed.
   Grant grant() const;
@@ -70,7 +70,7 @@ class Keeper {
  private:
   void run();
   void renewed(const Grant& grant);
-  void lose(const std::string& why);
+  void lose(const std::string& reason);
 
   KeeperOptions options_;
   mutable std::mutex mutex_;

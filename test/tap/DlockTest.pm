@@ -196,7 +196,8 @@ END { $_->kill_kill for grep { $_->pumpable } @pgbouncers; }
 # with (Debian's own pgbouncer service may hold 6432 on localhost), so a
 # fixed port number does. Once it accepts connections, returns a hash:
 # connstr (database postgres through it, for psql's -d), admin (its admin
-# console, for pgbouncer_show) and handle (its IPC::Run handle).
+# console, for pgbouncer_show), handle (its IPC::Run handle) and pid (its
+# process id, for SIGSTOP).
 sub start_pgbouncer
 {
 	my ($node, %opt) = @_;
@@ -246,6 +247,7 @@ pidfile = $dir/pgbouncer.pid
 		return 0;
 	});
 	die "PgBouncer did not accept connections:\n$err" unless $ready;
+	($bouncer{pid}) = PostgreSQL::Test::Utils::slurp_file("$dir/pgbouncer.pid") =~ /(\d+)/;
 	return \%bouncer;
 }
 

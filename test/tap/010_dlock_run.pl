@@ -1,0 +1,122 @@
+# dlock run with real processes, the lease kept to the end (011 loses it):
+#  - COMMAND gets DLOCK_NAME, DLOCK_TOKEN, DLOCK_OWNER (host:pid of dlock
+#    by default) and DLOCK_EXPIRES_AT, the grant's; dlock exits with its
+#    status (128 + N when signal N killed it) and releases the lease;
+#  - a busy lease: exit 75 (or --conflict-exit-code) at once, COMMAND not
+#    run; with --wait, the lease comes right after the holder's release,
+#    with the next token;
+#  - SIGINT, SIGTERM and SIGHUP to dlock reach COMMAND, and the lease
+#    stays held until COMMAND has ended.
+# dlock is the one on the PATH (scripts/test.sh installs it).
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;    # DlockTest.pm sits next to the tests
+use DlockTest;
+use DlockRun;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Sys::Hostname;
+use Test::More;
+
+my $node = new_node('run');
+create_dlock($node);
+# dlock connects with the PG* variables, its default.
+my %pg_env = (PGHOST => $node->host, PGPORT => $node->port, PGDATABASE => 'postgres');
+
+# The lease $name as "token|owner|state".
+sub lease
+{
+	my ($name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT token || '|' || owner || '|' || state FROM dlock.leases WHERE name = '$name'");
+}
+
+# dlock run NAME with these options and script, connected directly.
+sub run
+{
+	my ($name, $options, $script, %opt) = @_;
+	return start_run(name => $name, options => [ '--kill-after', '1s', @$options ],
+		script => $script, env => { %pg_env, %{ $opt{env} // {} } }, args => $opt{args});
+}
+
+# ------------------------------------------------ environment and exit status
+
+my $r = run('env', [ '--ttl', '30s' ], q{record_env; exit 7});
+is(run_exit_code($r), 7, 'dlock run exits with COMMAND\'s status');
+my $env = read_env($r);
+is($env->{name}, 'env', 'DLOCK_NAME');
+is($env->{owner}, hostname() . ":$r->{pid}", 'DLOCK_OWNER: host:pid of dlock');
+is(lease('env'), "$env->{token}|$env->{owner}|released",
+	'DLOCK_TOKEN is the grant\'s token, released once COMMAND ended');
+is( $node->safe_psql('postgres', qq{
+		SELECT '$env->{expires_at}'::timestamptz = acquired_at + ttl, ttl
+		  FROM dlock.leases WHERE name = 'env'}),
+	't|00:00:30', 'DLOCK_EXPIRES_AT: the grant\'s expiry, for the ttl asked');
+is(run_stderr($r), '', 'nothing on stderr');
+
+$r = run('env', [ '--ttl', '30s' ], q{record_env; kill -KILL $$});
+is(run_exit_code($r), 128 + 9, 'COMMAND killed by SIGKILL: 137');
+my $killed = read_env($r);
+is(lease('env'), "$killed->{token}|$killed->{owner}|released", 'the lease is released too');
+is($killed->{token}, $env->{token} + 1, 'it was the next grant');
+
+# ------------------------------------------------ a busy lease
+
+my $holder = run('busy', [ '--ttl', '30s' ], TRAP_TERM . q{
+record_env; linger; mark ended});
+my $held = read_env($holder);
+
+my $busy = run('busy', [ '--ttl', '30s' ], q{record_env});
+is(run_exit_code($busy), 75, 'busy: exit 75');
+is(run_stderr($busy), "dlock: lease busy is busy\n", 'with one line on stderr');
+ok(!defined marker($busy, 'env'), 'COMMAND was not run');
+
+$busy = run('busy', [ '--ttl', '30s', '--conflict-exit-code', '0' ], q{record_env});
+is(run_exit_code($busy), 0, 'busy with --conflict-exit-code 0: exit 0');
+ok(!defined marker($busy, 'env'), 'COMMAND was not run');
+
+$busy = run('busy', [ '--ttl', '30s', '--quiet' ], q{record_env});
+is(run_exit_code($busy), 75, 'busy with --quiet: exit 75');
+is(run_stderr($busy), '', 'nothing on stderr');
+
+# The waiter's script checks that the holder's script had ended when it
+# started, from the holder's marker file.
+my $waiter = run('busy', [ '--ttl', '30s', '--wait', '30s' ], q{
+record_env; mark start
+[ -e "$2/ended" ] && echo after >"$DIR/order"}, env => { PGAPPNAME => 'waiter' },
+	args => [ $holder->{dir} ]);
+wait_queued($node, 'waiter', 1);
+ok(!defined marker($waiter, 'env'), '--wait: COMMAND waits in acquire\'s queue');
+is(lease('busy'), "$held->{token}|$held->{owner}|held", 'while the holder holds the lease');
+go($holder);
+is(run_exit_code($holder), 0, 'the holder ends');
+is(run_exit_code($waiter), 0, 'the waiter runs and ends');
+my $next = read_env($waiter);
+is($next->{token}, $held->{token} + 1, 'with the next token');
+is(marker($waiter, 'order'), 'after', 'its COMMAND started after the holder\'s ended');
+cmp_ok(marker($waiter, 'start'), '>=', marker($holder, 'ended'), 'by the clock too');
+is(lease('busy'), "$next->{token}|$next->{owner}|released", 'and it released the lease');
+
+# ------------------------------------------------ signals to dlock
+
+# COMMAND traps the signal and lingers: dlock keeps the lease meanwhile.
+for my $sig (qw(INT TERM HUP))
+{
+	my $name = lc "sig$sig";
+	$r = run($name, [ '--ttl', '30s' ], qq{
+trap 'mark got_$sig' $sig
+record_env; linger; exit 3});
+	$env = read_env($r);
+	kill $sig, $r->{pid};
+	wait_marker($r, "got_$sig");
+	is(run_exit_code($r, 'nowait'), undef, "SIG$sig to dlock reached COMMAND, which lingers");
+	is(lease($name), "$env->{token}|$env->{owner}|held", 'the lease is still held meanwhile');
+	go($r);
+	is(run_exit_code($r), 3, 'COMMAND ends: dlock exits with its status');
+	is(lease($name), "$env->{token}|$env->{owner}|released", 'and only then releases');
+	is(run_stderr($r), '', 'nothing on stderr');
+}
+
+$node->stop;
+done_testing();
