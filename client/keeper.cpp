@@ -97,7 +97,9 @@ void Keeper::run() {
   bool renew_now = true;  // on every new connection: renew at once
   int failures = 0;
   TimePoint retry_at{};
-  std::string last_error = "no renewal was answered";
+  // What went wrong since the last successful renewal, for the reason
+  // given when the deadline passes.
+  std::string last_error;
   const pgc::KeepWaiting keep_waiting = [this] {
     return !stopping_ && !(BootClock::now() >= deadline());
   };
@@ -111,7 +113,11 @@ void Keeper::run() {
   while (!stopping_) {
     TimePoint now = BootClock::now();
     if (now >= deadline()) {
-      lose("not renewed in time (" + last_error + ")");
+      lose("not renewed in time (" +
+           (last_error.empty()
+                ? "no renewal failed: this process was paused or starved"
+                : last_error) +
+           ")");
       return;
     }
     if (now < retry_at) {
@@ -123,7 +129,10 @@ void Keeper::run() {
       if (!conn) {
         conn = pgc::Connection::open_interruptible(
             options_.conninfo, kApplicationName, keep_waiting);
-        if (!conn) continue;  // stopping, or the deadline: see above
+        if (!conn) {  // stopping, or the deadline: see above
+          last_error = "could not connect in time";
+          continue;
+        }
         conn->silence_notices();  // the caller's stderr is not the keeper's
         renew_now = true;
         if (!options_.behind_pooler) {
@@ -158,12 +167,14 @@ void Keeper::run() {
       Statement s = renew_statement(grant(), std::nullopt);
       auto r = conn->run_interruptible(s.sql, s.params, keep_waiting);
       if (!r) {
-        conn.reset();  // no answer in time: the loop's checks decide
+        last_error = "the last renewal got no answer";
+        conn.reset();  // the loop's checks decide
         continue;
       }
       if (r->ok()) {
         if (auto g = read_grant(*r, sent)) {
           failures = 0;
+          last_error.clear();
           renew_now = false;
           renewed(*g);
           continue;
