@@ -100,6 +100,11 @@ void Keeper::run() {
   // What went wrong since the last successful renewal, for the reason
   // given when the deadline passes.
   std::string last_error;
+  // A notification said the grant ended; the next renewal confirms it
+  // (anyone may NOTIFY any channel, so the server's answer decides).
+  std::optional<std::string> ended_by;
+  // The last renewal did not move the expiry: max_hold caps it.
+  bool at_max_hold = false;
   const pgc::KeepWaiting keep_waiting = [this] {
     return !stopping_ && !(BootClock::now() >= deadline());
   };
@@ -113,11 +118,15 @@ void Keeper::run() {
   while (!stopping_) {
     TimePoint now = BootClock::now();
     if (now >= deadline()) {
-      lose("not renewed in time (" +
-           (last_error.empty()
-                ? "no renewal failed: this process was paused or starved"
-                : last_error) +
-           ")");
+      if (last_error.empty() && at_max_hold) {
+        lose("max_hold reached: the grant cannot be renewed past it");
+      } else {
+        lose("not renewed in time (" +
+             (last_error.empty()
+                  ? "no renewal failed: this process was paused or starved"
+                  : last_error) +
+             ")");
+      }
       return;
     }
     if (now < retry_at) {
@@ -156,11 +165,10 @@ void Keeper::run() {
           if (n.channel != kLeaseEndedChannel) continue;
           auto ended = parse_lease_ended(n.payload);
           if (ended && ended->name == held.name && ended->token == held.token) {
-            lose(ended->describe());
-            return;
+            ended_by = ended->describe();
           }
         }
-        renew_now = BootClock::now() >= next;
+        renew_now = ended_by || BootClock::now() >= next;
         continue;
       }
       TimePoint sent = BootClock::now();
@@ -175,6 +183,8 @@ void Keeper::run() {
         if (auto g = read_grant(*r, sent)) {
           failures = 0;
           last_error.clear();
+          ended_by.reset();  // still held: the notification was not true
+          at_max_hold = g->expires_at_us == grant().expires_at_us;
           renew_now = false;
           renewed(*g);
           continue;
@@ -184,8 +194,9 @@ void Keeper::run() {
       }
       if (ends_grant(r->sqlstate())) {
         std::string detail = r->detail();
-        lose("renewal refused: " + r->message() +
-             (detail.empty() ? "" : " (" + detail + ")"));
+        lose(ended_by ? *ended_by
+                      : "renewal refused: " + r->message() +
+                            (detail.empty() ? "" : " (" + detail + ")"));
         return;
       }
       failed(r->sqlstate() + " " + r->message(),

@@ -11,7 +11,8 @@
 //     deadline is checked on every wake-up, at least every 50 ms, and a
 //     hanging call never delays it);
 //   - a dlock_lease_ended notification names the grant (not behind a
-//     transaction pooler, where LISTEN does not work).
+//     transaction pooler, where LISTEN does not work) and a renewal sent at
+//     once is refused: any role may NOTIFY, so the server's answer decides.
 // A failed connection is retried with backoff until the deadline; it is
 // never taken as a sign that the lease is still held. The keeper never
 // releases the lease: its owner does, after stop().

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <random>
 #include <thread>
 
 namespace dlock::client {
@@ -65,10 +67,17 @@ Statement renew_statement(const Grant& grant, std::optional<Millis> ttl) {
 }
 
 std::string default_owner() {
+  // Drawn once per process: host and pid alone repeat across containers
+  // that share a hostname and each run their program as pid 1.
+  static const std::string run_id = [] {
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", std::random_device{}());
+    return std::string(hex);
+  }();
   char host[HOST_NAME_MAX + 1] = {};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
   return std::string(host[0] ? host : "localhost") + ":" +
-         std::to_string(getpid());
+         std::to_string(getpid()) + ":" + run_id;
 }
 
 std::string interval_text(Millis d) {

@@ -52,7 +52,8 @@ enum class WaitMode {
   poll,
 };
 
-// host:pid of this process.
+// host:pid:R for this process, R eight hex digits drawn once per process:
+// an owner no other process on any host uses.
 std::string default_owner();
 
 // An interval parameter for a duration ("1500 milliseconds").

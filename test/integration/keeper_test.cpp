@@ -228,6 +228,45 @@ TEST_F(KeeperTest, KeeperHearsAForceReleaseAtOnce) {
                               ": client test");
 }
 
+TEST_F(KeeperTest, ANotificationAloneDoesNotEndTheLease) {
+  // Any role may NOTIFY any channel: a payload naming the grant makes the
+  // keeper renew at once, and the server's answer decides.
+  Grant g = take("spoofed", "keeper-g", milliseconds(60000));
+  std::atomic<int> renewals{0};
+  KeeperOptions options;
+  options.on_renewed = [&](const Grant&) { ++renewals; };
+  Keeper keeper(g, options);
+  int before = renewals.load();
+  conn_.exec("SELECT pg_notify('dlock_lease_ended', json_build_object("
+             "'name', $1::text, 'token', $2::bigint, 'reason',"
+             " 'force-released', 'by', 'ops', 'detail', 'spoofed')::text)",
+             lease("spoofed"), g.token);
+  ASSERT_TRUE(eventually([&] { return renewals.load() > before; }));
+  EXPECT_FALSE(keeper.lost()) << keeper.why();
+  keeper.stop();
+  EXPECT_TRUE(leases_.release(keeper.grant()));
+}
+
+TEST_F(KeeperTest, MaxHoldEndsTheLeaseAndSaysSo) {
+  Terms terms;
+  terms.ttl = milliseconds(900);
+  terms.max_hold = milliseconds(1800);
+  auto g = leases_.try_acquire(lease("max-hold"), "keeper-h", terms);
+  ASSERT_TRUE(g);
+  LossRecord loss;
+  Keeper keeper(*g, loss.options());
+  ASSERT_TRUE(eventually([&] { return loss.told.load(); }));
+  EXPECT_EQ(keeper.why(),
+            "max_hold reached: the grant cannot be renewed past it");
+  // Renewals moved the expiry up to acquired_at + max_hold, and no further.
+  auto row = conn_.exec(
+      "SELECT (extract(epoch FROM acquired_at) * 1000000)::bigint"
+      "  FROM dlock.leases WHERE name = $1",
+      lease("max-hold"));
+  EXPECT_EQ(row.int64(0, 0), g->acquired_at_us);
+  EXPECT_EQ(keeper.grant().expires_at_us, g->acquired_at_us + 1'800'000);
+}
+
 TEST_F(KeeperTest, BehindAPoolerARefusedRenewalSays) {
   Grant g = take("pooled", "keeper-c", milliseconds(1500));
   LossRecord loss;
