@@ -48,7 +48,8 @@ Options:
       --ttl D           the lease's time to live, renewed while COMMAND runs
                           (default 30s)
       --wait D          wait up to D for a busy lease (default: do not wait)
-      --owner O         the owner to hold it as (default host:pid of dlock)
+      --owner O         the owner to hold it as (default: one of its own, new
+                          for every run)
       --lock-delay D    after an expiry without release, nobody may take the
                           lease for D
       --max-hold D      never hold it longer than D after the grant
@@ -81,14 +82,16 @@ no longer held, dlock warns and exits with COMMAND's status.
 constexpr std::string_view kAcquireHelp =
     R"(Usage: dlock acquire [OPTION]... NAME --ttl D
 Take lease NAME for D and print its fencing token. Renew it with dlock renew
-and give it back with dlock release, both with the same owner.
+and give it back with dlock release, from any process: NAME and the token
+name the grant.
 
 Options:
       --ttl D           the lease's time to live (required)
       --wait D          wait up to D for a busy lease (default: do not wait)
-      --owner O         the owner to hold it as (default host:pid of the
-                          calling process, the script that runs dlock, which
-                          renew and release default to as well)
+      --owner O         the owner to hold it as (default: one of its own, new
+                          for every call, so that a second acquire of a held
+                          lease finds it busy; give the same O to retry a
+                          call whose answer was lost)
       --lock-delay D    after an expiry without release, nobody may take the
                           lease for D
       --max-hold D      never hold it longer than D after the grant
@@ -114,8 +117,8 @@ seconds (29.998).
 
 Options:
       --ttl D           the new time to live (default: the grant's own)
-      --owner O         the grant's owner (default host:pid of the calling
-                          process, as dlock acquire)
+      --owner O         the grant's owner, which the server then checks
+                          (default: not checked, the token names the grant)
       --conn CONNINFO   libpq connection string (default: PG* variables)
   -h, --help            show this help and exit
 
@@ -128,13 +131,13 @@ constexpr std::string_view kReleaseHelp =
 Give back the grant of lease NAME with TOKEN.
 
 Options:
-      --owner O         the grant's owner (default host:pid of the calling
-                          process, as dlock acquire)
+      --owner O         the grant's owner, which the server then checks
+                          (default: not checked, the token names the grant)
       --conn CONNINFO   libpq connection string (default: PG* variables)
   -h, --help            show this help and exit
 
-Exit status: 0 released; 1 if it was not held with TOKEN by that owner, or an
-error; 2 a usage error.
+Exit status: 0 released; 1 if it was not held with TOKEN (by owner O, with
+--owner), or an error; 2 a usage error.
 )";
 
 constexpr std::string_view kStatusHelp =

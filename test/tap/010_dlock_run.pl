@@ -6,7 +6,11 @@
 #    run; with --wait, the lease comes right after the holder's release,
 #    with the next token;
 #  - SIGINT, SIGTERM and SIGHUP to dlock reach COMMAND, and the lease
-#    stays held until COMMAND has ended.
+#    stays held until COMMAND has ended;
+#  - dlock acquire from a script: each call an owner of its own, so a
+#    second acquire from the same shell finds the lease busy; renew and
+#    release by NAME and TOKEN from any process, the owner checked only
+#    with --owner, and from within dlock run's COMMAND.
 # dlock is the one on the PATH (scripts/test.sh installs it).
 use strict;
 use warnings;
@@ -117,6 +121,62 @@ record_env; linger; exit 3});
 	is(lease($name), "$env->{token}|$env->{owner}|released", 'and only then releases');
 	is(run_stderr($r), '', 'nothing on stderr');
 }
+
+# ------------------------------------------------ acquire, renew, release
+
+# bash -c SCRIPT with the PG* variables: what it printed on stdout and on
+# stderr, each without its last newline.
+sub shell
+{
+	my ($script) = @_;
+	local @ENV{ keys %pg_env } = values %pg_env;
+	return run_command([ 'bash', '-c', $script ]);
+}
+
+# The lease $name as "token|state|renew_count".
+sub lease_renewals
+{
+	my ($name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT token || '|' || state || '|' || renew_count FROM dlock.leases WHERE name = '$name'");
+}
+
+my ($out, $err) = shell(q{
+dlock acquire --ttl 1m twice; echo "exit $?"
+dlock acquire --ttl 1m twice; echo "exit $?"});
+my ($token) = split /\|/, lease('twice');
+is($out, "$token\nexit 0\nexit 75", 'two acquires from one shell: the second finds the lease busy');
+is($err, 'dlock: lease twice is busy', 'and says so');
+
+($out, $err) = shell(qq{dlock renew twice $token >/dev/null; echo "exit \$?"});
+is("$out|$err", 'exit 0|', 'renew from another process, without --owner');
+is(lease_renewals('twice'), "$token|held|1", 'renewed');
+($out, $err) = shell(qq{dlock renew --owner someone-else twice $token; echo "exit \$?"});
+is($out, 'exit 1', 'renew with another --owner: exit 1');
+like($err, qr/^dlock: LD002: lease "twice" is not held with token $token by owner "someone-else"/,
+	'LD002: the server checked the owner');
+($out, $err) = shell(qq{dlock release --owner someone-else twice $token; echo "exit \$?"});
+is("$out|$err", "exit 1|dlock: lease twice is not held with token $token by owner someone-else",
+	'release with another --owner: exit 1');
+is(lease_renewals('twice'), "$token|held|1", 'the lease is still held');
+($out, $err) = shell(qq{dlock release twice $token; echo "exit \$?"});
+is("$out|$err", 'exit 0|', 'release from another process, without --owner');
+is(lease_renewals('twice'), "$token|released|1", 'released');
+($out, $err) = shell(qq{dlock release twice $token; echo "exit \$?"});
+is("$out|$err", "exit 1|dlock: lease twice is not held with token $token",
+	'released again: exit 1');
+
+# COMMAND renews and releases dlock run's own grant by its name and token.
+$r = run('inner', [ '--ttl', '30s' ], q{
+record_env
+dlock renew "$DLOCK_NAME" "$DLOCK_TOKEN" >/dev/null || exit 1
+dlock release "$DLOCK_NAME" "$DLOCK_TOKEN" || exit 2});
+is(run_exit_code($r), 0, 'COMMAND renews and releases with DLOCK_NAME and DLOCK_TOKEN');
+$env = read_env($r);
+is(lease('inner'), "$env->{token}|$env->{owner}|released", 'the grant dlock run held');
+is( run_stderr($r),
+	"dlock: warning: lease inner (token $env->{token}) was no longer held when COMMAND ended\n",
+	'dlock run then finds it released');
 
 $node->stop;
 done_testing();
