@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,12 +88,18 @@ bool read_int(int fd, int& value) {
   return n == static_cast<ssize_t>(sizeof value);
 }
 
-// The forked child: its own group, the parent's go-ahead, then exec.
-// Async-signal-safe calls only (the parent may have other threads).
-[[noreturn]] void exec_child(const SignalPipe& signals, const sigset_t& mask,
-                             int go_fd, int report_fd,
+// The forked child: death with dlock, its own group, the parent's
+// go-ahead, then exec. Async-signal-safe calls only (the parent may have
+// other threads).
+[[noreturn]] void exec_child(pid_t dlock_pid, const SignalPipe& signals,
+                             const sigset_t& mask, int go_fd, int report_fd,
                              const std::vector<char*>& paths, char** argv,
                              char** envp) {
+  // SIGKILL when the thread that forked this child, dlock's, ends. If it
+  // ended before this call, the child has a new parent already and the
+  // signal would never come: end now.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != dlock_pid) _exit(127);
   signals.reset_in_child();
   sigprocmask(SIG_SETMASK, &mask, nullptr);
   setpgid(0, 0);
@@ -154,12 +161,13 @@ std::variant<Child, SpawnFailure> Child::spawn(const Command& command,
   // handler in the child: hold them until then.
   sigset_t old_mask;
   pthread_sigmask(SIG_BLOCK, &signals.caught(), &old_mask);
+  pid_t dlock_pid = getpid();
   pid_t pid = fork();
   if (pid == 0) {
     close(go[1]);
     close(report[0]);
-    exec_child(signals, old_mask, go[0], report[1], paths, argv.data(),
-               envp.data());
+    exec_child(dlock_pid, signals, old_mask, go[0], report[1], paths,
+               argv.data(), envp.data());
   }
   int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);

@@ -1,6 +1,10 @@
 // COMMAND as dlock run starts and watches it: in a process group of its
 // own (so that it is signalled and killed as a group), with the lease in
-// its environment, and with the terminal when dlock has it.
+// its environment, and with the terminal when dlock has it. COMMAND itself
+// (not what it starts) gets SIGKILL when dlock dies, even by SIGKILL
+// (PR_SET_PDEATHSIG): without dlock nothing would stop it when the lease
+// ends. Linux sends it when the thread that called spawn() ends, so call
+// it from the main thread.
 //
 // wait() is dlock run's main loop: poll() on the signal pipe with a 20 ms
 // timeout, forwarding each signal to the group, asking lost() and reaping

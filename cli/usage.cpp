@@ -36,7 +36,8 @@ is refused, it is force-released, or no renewal succeeds in time), COMMAND's
 process group gets SIGTERM, then SIGKILL after --kill-after, and dlock exits
 76. SIGINT, SIGTERM and SIGHUP sent to dlock go to COMMAND's process group;
 the lease is given back only once COMMAND has ended. Until the lease is
-granted they end dlock as usual.
+granted they end dlock as usual. If dlock itself is killed, COMMAND gets
+SIGKILL (not what it started in the background).
 
 COMMAND runs in a process group of its own, with stdin, stdout and stderr
 passed through, and the terminal handed to it when dlock runs in the
