@@ -10,7 +10,10 @@
 // timeout, forwarding each signal to the group, asking lost() and reaping
 // the child without blocking. Once lost() says so, the group gets SIGTERM,
 // and SIGKILL after the grace; when the child has ended, whatever is left
-// of its group is killed at once.
+// of its group is killed at once. When the child ends on its own, what is
+// left of its group (background processes) gets the same, SIGTERM then
+// SIGKILL after the grace, and wait() returns once no process is left in
+// the group, so that the lease is released only then.
 #pragma once
 
 #include <sys/types.h>
@@ -69,8 +72,9 @@ class Child {
 
   pid_t pid() const { return pid_; }
 
-  // Waits until the child ends (see above); kill_after is the grace
-  // between SIGTERM and SIGKILL. Gives the terminal back, if it had it.
+  // Waits until the child ends and its group is empty (see above);
+  // kill_after is the grace between SIGTERM and SIGKILL. Gives the
+  // terminal back, if it had it.
   Ending wait(SignalPipe& signals, const std::function<bool()>& lost,
               std::chrono::milliseconds kill_after);
 

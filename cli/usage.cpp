@@ -30,6 +30,8 @@ constexpr std::string_view kRunHelp =
     R"(Usage: dlock run [OPTION]... NAME [--] COMMAND [ARG]...
 Take lease NAME, run COMMAND while it is held, give it back when COMMAND ends,
 and exit with COMMAND's exit status. Options end at "--" or at COMMAND.
+Processes COMMAND leaves in its process group get SIGTERM when it exits, and
+SIGKILL after --kill-after; the lease is given back once they have ended.
 
 A keeper renews the lease in the background. If the lease is lost (a renewal
 is refused, it is force-released, or no renewal succeeds in time), COMMAND's

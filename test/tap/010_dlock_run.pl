@@ -7,6 +7,8 @@
 #    with the next token;
 #  - SIGINT, SIGTERM and SIGHUP to dlock reach COMMAND, and the lease
 #    stays held until COMMAND has ended;
+#  - what COMMAND leaves in its process group gets SIGTERM once COMMAND
+#    has exited, and the lease is released only after it has ended;
 #  - dlock acquire from a script: each call an owner of its own, so a
 #    second acquire from the same shell finds the lease busy; renew and
 #    release by NAME and TOKEN from any process, the owner checked only
@@ -121,6 +123,23 @@ record_env; linger; exit 3});
 	is(lease($name), "$env->{token}|$env->{owner}|released", 'and only then releases');
 	is(run_stderr($r), '', 'nothing on stderr');
 }
+
+# ------------------------------------------------ COMMAND's leftovers
+
+# COMMAND exits 0 at once, leaving a process in its group that marks
+# SIGTERM and lingers.
+$r = run('leftover', [ '--ttl', '30s' ], q{
+(trap 'mark term; exit 0' TERM; mark started; linger) &
+until [ -e "$DIR/started" ]; do sleep 0.01; done
+record_env; exit 0});
+is(run_exit_code($r), 0, 'COMMAND leaving a process behind: its status');
+$env = read_env($r);
+is(lease('leftover'), "$env->{token}|$env->{owner}|released", 'the lease is released');
+my $released_at = $node->safe_psql('postgres',
+	"SELECT extract(epoch FROM released_at) FROM dlock.leases WHERE name = 'leftover'");
+my $term = marker($r, 'term');
+ok(defined $term, 'what it left behind got SIGTERM');
+cmp_ok($released_at, '>', $term // 'inf', 'before the release');
 
 # ------------------------------------------------ acquire, renew, release
 
