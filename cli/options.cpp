@@ -351,19 +351,25 @@ std::optional<Millis> kill_after_of(const RunOptions& o) {
 }
 
 std::optional<std::string> check_kill_after(const RunOptions& o) {
-  const std::optional<Millis>& ttl = o.lease.ttl.millis;
   std::optional<Millis> kill_after = kill_after_of(o);
-  if (!ttl || !kill_after || kill_after->count() < 0) return std::nullopt;
+  if (!kill_after || kill_after->count() < 0) return std::nullopt;
   Millis least = 3 * keeper_margin(*kill_after);
-  if (*ttl > least) return std::nullopt;
   std::string kill_after_text =
       o.kill_after
           ? o.kill_after->text
           : "(default " + seconds_text(*kill_after) + " s, a tenth of the ttl)";
-  return "--ttl " + o.lease.ttl.text + " leaves no room for --kill-after " +
-         kill_after_text +
-         ": the ttl must be more than 3 x (kill-after + 250ms), here " +
-         seconds_text(least) + " s";
+  // The same rule for each duration the keeper's deadline can come from.
+  std::pair<std::string_view, const Duration*> limits[] = {
+      {"ttl", &o.lease.ttl},
+      {"max-hold", o.lease.max_hold ? &*o.lease.max_hold : nullptr}};
+  for (const auto& [name, d] : limits) {
+    if (!d || !d->millis || *d->millis > least) continue;
+    return "--" + std::string(name) + " " + d->text +
+           " leaves no room for --kill-after " + kill_after_text + ": the " +
+           std::string(name) + " must be more than 3 x (kill-after + 250ms), " +
+           "here " + seconds_text(least) + " s";
+  }
+  return std::nullopt;
 }
 
 }  // namespace dlock::cli

@@ -127,8 +127,10 @@ std::optional<Millis> kill_after_of(const RunOptions& o);
 // dlock run's rule: the ttl must be more than 3 x keeper_margin(kill-after).
 // The keeper renews after a third of the ttl and gives up at its deadline,
 // ttl - 1% - margin after the grant: the rule leaves about a third of the
-// ttl between the two for retries. nullopt when it holds, or while the ttl
-// or kill-after is not read yet.
+// ttl between the two for retries. --max-hold, which ends every renewal's
+// validity at the same instant, must pass the same rule, or COMMAND would
+// be stopped as lost early on, or never started. nullopt when both hold,
+// or while what they need is not read yet.
 std::optional<std::string> check_kill_after(const RunOptions& o);
 
 }  // namespace dlock::cli

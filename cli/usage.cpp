@@ -55,7 +55,9 @@ Options:
                           for every run)
       --lock-delay D    after an expiry without release, nobody may take the
                           lease for D
-      --max-hold D      never hold it longer than D after the grant
+      --max-hold D      never hold it longer than D after the grant (COMMAND
+                          is stopped as when the lease is lost); more than
+                          3 x (kill-after + 250ms), as the ttl
       --min-hold D      keep it taken until D after the grant even when
                           COMMAND ends sooner: run a job once per period
       --kill-after D    grace between SIGTERM and SIGKILL when the lease is

@@ -297,8 +297,9 @@ TEST(RunOptions, ChecksDurationsTheServerRead) {
 }
 
 TEST(RunOptions, LeaseTermsAreLeftToTheServer) {
+  // (--max-hold's own rule, the keeper's room, is checked below.)
   RunOptions o = parsed_as<RunOptions>({"run", "--lock-delay", "-1 s",
-                                        "--max-hold", "0s", "--min-hold", "2d",
+                                        "--max-hold", "4s", "--min-hold", "2d",
                                         "--kill-after", "1s", "j", "c"});
   std::vector<DurationField> fields = duration_fields(o);
   EXPECT_EQ(floors(fields), (Floors{{"--ttl", Floor::above_zero},
@@ -309,6 +310,60 @@ TEST(RunOptions, LeaseTermsAreLeftToTheServer) {
   ASSERT_EQ(fields.size(), 5u);
   fields[1].value->millis = Millis(-1000);
   EXPECT_EQ(check_durations(fields), std::nullopt);
+}
+
+// --max-hold ends the lease as the ttl would: the same rule.
+TEST(RunOptions, MaxHoldMustLeaveRoomForTheKeeper) {
+  struct Case {
+    Args args;
+    std::string message;
+  };
+  const std::string rule = "must be more than 3 x (kill-after + 250ms), here ";
+  const Case cases[] = {
+      {{"--max-hold", "3s", "--kill-after", "1s"},
+       "--max-hold 3s leaves no room for --kill-after 1s: the max-hold " +
+           rule + "3.750 s"},
+      {{"--max-hold", "3s750ms", "--kill-after", "1s"},
+       "--max-hold 3s750ms leaves no room for --kill-after 1s: the max-hold " +
+           rule + "3.750 s"},
+      // kill-after's default, from the default ttl of 30s: 3s.
+      {{"--max-hold", "9s"},
+       "--max-hold 9s leaves no room for --kill-after (default 3.000 s, a "
+       "tenth of the ttl): the max-hold " +
+           rule + "9.750 s"},
+      // Zero and below are below the rule too (the server refuses
+      // negatives).
+      {{"--max-hold", "0s", "--kill-after", "0s"},
+       "--max-hold 0s leaves no room for --kill-after 0s: the max-hold " +
+           rule + "0.750 s"},
+      // The ttl's rule is told first.
+      {{"--ttl", "1s", "--max-hold", "1s", "--kill-after", "1s"},
+       "--ttl 1s leaves no room for --kill-after 1s: the ttl " + rule +
+           "3.750 s"},
+  };
+  for (const Case& c : cases) {
+    Args args = {"run"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    args.insert(args.end(), {"j", "x"});
+    EXPECT_EQ(usage_error(args).message, c.message);
+  }
+  RunOptions o = parsed_as<RunOptions>(
+      {"run", "--max-hold", "3s751ms", "--kill-after", "1s", "j", "x"});
+  ASSERT_TRUE(o.lease.max_hold.has_value());
+  EXPECT_EQ(o.lease.max_hold->millis, Millis(3751));
+}
+
+TEST(RunOptions, MaxHoldTheServerReadIsCheckedThen) {
+  RunOptions o = parsed_as<RunOptions>(
+      {"run", "--max-hold", "3 seconds", "--kill-after", "1s", "j", "x"});
+  EXPECT_EQ(check_kill_after(o), std::nullopt);  // not read yet
+  o.lease.max_hold->millis = Millis(3000);      // what the server answers
+  EXPECT_EQ(check_kill_after(o),
+            "--max-hold 3 seconds leaves no room for --kill-after 1s: the "
+            "max-hold must be more than 3 x (kill-after + 250ms), here "
+            "3.750 s");
+  o.lease.max_hold->millis = Millis(60000);
+  EXPECT_EQ(check_kill_after(o), std::nullopt);
 }
 
 // ----------------------------------------------------------- dlock acquire
@@ -324,6 +379,11 @@ TEST(AcquireOptions, NameAndTtl) {
   EXPECT_EQ(o.lease.conflict_exit_code, 3);
   EXPECT_EQ(o.lease.verbosity, Verbosity::quiet);
   EXPECT_EQ(o.lease.owner, std::nullopt);
+  // No keeper here: --max-hold is the server's to check.
+  EXPECT_EQ(parsed_as<AcquireOptions>(
+                {"acquire", "--ttl", "1m", "--max-hold", "1s", "x"})
+                .lease.max_hold->millis,
+            Millis(1000));
 }
 
 TEST(AcquireOptions, UsageErrors) {
