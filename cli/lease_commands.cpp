@@ -6,6 +6,7 @@
 // release name the grant by NAME and TOKEN; they pass --owner to the
 // server, which then checks it, or NULL, which it does not check.
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -106,7 +107,9 @@ int status_command(const StatusOptions& o) {
     if (!o.names.empty()) names = text_array(o.names);
     pgc::Result r = conn.exec(kStatusSql, names);
     std::vector<std::vector<std::string>> rows;
+    std::set<std::string> found;
     for (int i = 0; i < r.rows(); ++i) {
+      found.insert(r.value(i, 0));
       std::vector<std::string> row;
       for (int c = 0; c < 4; ++c) row.push_back(r.value(i, c));
       for (int c = 4; c < 6; ++c) {
@@ -115,16 +118,23 @@ int status_command(const StatusOptions& o) {
       }
       rows.push_back(std::move(row));
     }
+    Charset charset = locale_charset();
     std::fputs(format_table({{"name"},
                              {"state"},
                              {"owner"},
                              {"token", Align::right},
                              {"valid for", Align::right},
                              {"held for", Align::right}},
-                            rows)
+                            rows, charset)
                    .c_str(),
                stdout);
-    return 0;
+    int code = 0;
+    for (const std::string& name : o.names) {
+      if (!found.insert(name).second) continue;  // shown, or told already
+      say("no lease " + escaped(name, charset));
+      code = kExitFailed;
+    }
+    return code;
   });
 }
 

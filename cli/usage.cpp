@@ -148,13 +148,16 @@ Exit status: 0 released; 1 if it was not held with TOKEN (by owner O, with
 constexpr std::string_view kStatusHelp =
     R"(Usage: dlock status [OPTION]... [NAME]...
 Show the leases NAME (default: all) from dlock.leases: name, state, owner,
-token, validity left and time held (seconds, for held leases).
+token, validity left and time held (seconds, for held leases). Control
+characters are shown escaped (\n, \t, \xNN). For scripts, query dlock.leases
+with psql instead.
 
 Options:
       --conn CONNINFO   libpq connection string (default: PG* variables)
   -h, --help            show this help and exit
 
-Exit status: 0 shown; 1 an error; 2 a usage error.
+Exit status: 0 shown; 1 a NAME with no lease ("dlock: no lease NAME"), or an
+error; 2 a usage error.
 )";
 
 struct Topic {

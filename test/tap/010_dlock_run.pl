@@ -12,7 +12,9 @@
 #  - dlock acquire from a script: each call an owner of its own, so a
 #    second acquire from the same shell finds the lease busy; renew and
 #    release by NAME and TOKEN from any process, the owner checked only
-#    with --owner, and from within dlock run's COMMAND.
+#    with --owner, and from within dlock run's COMMAND;
+#  - dlock status: control characters in a name escaped, a NAME not found
+#    told on stderr, exit 1.
 # dlock is the one on the PATH (scripts/test.sh installs it).
 use strict;
 use warnings;
@@ -196,6 +198,19 @@ is(lease('inner'), "$env->{token}|$env->{owner}|released", 'the grant dlock run 
 is( run_stderr($r),
 	"dlock: warning: lease inner (token $env->{token}) was no longer held when COMMAND ended\n",
 	'dlock run then finds it released');
+
+# ------------------------------------------------ dlock status
+
+$node->safe_psql('postgres',
+	q{SELECT dlock.try_acquire(E'odd\nheld  me  1', '1 min', owner => 'me')});
+($out, $err) = shell(q{
+dlock status "$(printf 'odd\nheld  me  1')" twice nosuch twice nosuch; echo "exit $?"});
+my $rows = qr/^name +state +owner +token +valid for +held for\n/
+  . qr/odd\\nheld  me  1  held +me +\d+ +\d+\.\d{3} +\d+\.\d{3}\n/
+  . qr/twice +released +\S+ +$token\nexit 1\z/;
+like( $out, qr/$rows/,
+	'dlock status: a line break in a name escaped, one row per lease');
+is($err, 'dlock: no lease nosuch', 'a NAME not found, told once on stderr');
 
 $node->stop;
 done_testing();
