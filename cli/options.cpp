@@ -259,10 +259,16 @@ Parsed parse_status(const std::vector<std::string>& args) {
   return o;
 }
 
-std::optional<std::string> below_floor(const DurationField& f) {
+std::optional<std::string> out_of_range(const DurationField& f) {
   const Duration& d = *f.value;
   if (!d.millis) return std::nullopt;
   std::string got = " (got '" + d.text + "')";
+  if (*d.millis > kLongestDuration) {
+    return std::string(f.flag) + " must be at most 100 years" + got;
+  }
+  if (*d.millis < -kLongestDuration) {
+    return std::string(f.flag) + " must be at least -100 years" + got;
+  }
   if (f.floor == Floor::above_zero && d.millis->count() <= 0) {
     return std::string(f.flag) + " must be more than 0" + got;
   }
@@ -329,7 +335,7 @@ std::vector<DurationField> duration_fields(ReleaseOptions&) { return {}; }
 std::optional<std::string> check_durations(
     const std::vector<DurationField>& fields) {
   for (const DurationField& f : fields) {
-    if (auto error = below_floor(f)) return error;
+    if (auto error = out_of_range(f)) return error;
   }
   return std::nullopt;
 }

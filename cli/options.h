@@ -106,8 +106,9 @@ std::vector<DurationField> duration_fields(AcquireOptions& o);
 std::vector<DurationField> duration_fields(RenewOptions& o);
 std::vector<DurationField> duration_fields(ReleaseOptions& o);  // none
 
-// The first known duration below its floor, as a message ("--ttl must be
-// more than 0"); durations not read yet are skipped.
+// The first known duration below its floor or beyond kLongestDuration
+// either way, as a message ("--ttl must be more than 0"); durations not
+// read yet are skipped.
 std::optional<std::string> check_durations(
     const std::vector<DurationField>& fields);
 

@@ -357,13 +357,47 @@ TEST(RunOptions, MaxHoldTheServerReadIsCheckedThen) {
   RunOptions o = parsed_as<RunOptions>(
       {"run", "--max-hold", "3 seconds", "--kill-after", "1s", "j", "x"});
   EXPECT_EQ(check_kill_after(o), std::nullopt);  // not read yet
-  o.lease.max_hold->millis = Millis(3000);      // what the server answers
+  o.lease.max_hold->millis = Millis(3000);       // what the server answers
   EXPECT_EQ(check_kill_after(o),
             "--max-hold 3 seconds leaves no room for --kill-after 1s: the "
             "max-hold must be more than 3 x (kill-after + 250ms), here "
             "3.750 s");
   o.lease.max_hold->millis = Millis(60000);
   EXPECT_EQ(check_kill_after(o), std::nullopt);
+}
+
+// Every duration is at most 100 years either way: beyond, the server would
+// fail on the interval dlock sends it.
+TEST(RunOptions, DurationsAreAtMost100Years) {
+  EXPECT_EQ(
+      usage_error({"run", "--ttl", "9223372036854775807ms", "j", "x"}).message,
+      "--ttl must be at most 100 years (got '9223372036854775807ms')");
+  EXPECT_EQ(usage_error({"run", "--wait", "36525d1ms", "j", "x"}).message,
+            "--wait must be at most 100 years (got '36525d1ms')");
+  EXPECT_EQ(parsed_as<RunOptions>({"run", "--wait", "36525d", "j", "x"})
+                .lease.wait->millis,
+            kLongestDuration);
+  EXPECT_EQ(
+      usage_error({"acquire", "--ttl", "1m", "--min-hold", "99999999d", "x"})
+          .message,
+      "--min-hold must be at most 100 years (got '99999999d')");
+  EXPECT_EQ(usage_error({"renew", "x", "1", "--ttl", "36526d"}).message,
+            "--ttl must be at most 100 years (got '36526d')");
+
+  // Durations the server read: '100 years' is the most.
+  RunOptions o = parsed_as<RunOptions>(
+      {"run", "--ttl", "100 years", "--lock-delay", "x", "j", "c"});
+  std::vector<DurationField> fields = duration_fields(o);
+  ASSERT_EQ(fields.size(), 2u);
+  fields[0].value->millis = Millis(3155760000000);  // 100 * 365.25 days
+  fields[1].value->millis = -Millis(3155760000000);
+  EXPECT_EQ(check_durations(fields), std::nullopt);
+  fields[1].value->millis = -Millis(3155760000001);
+  EXPECT_EQ(check_durations(fields),
+            "--lock-delay must be at least -100 years (got 'x')");
+  fields[0].value->millis = Millis(3155760000001);
+  EXPECT_EQ(check_durations(fields),
+            "--ttl must be at most 100 years (got '100 years')");
 }
 
 // ----------------------------------------------------------- dlock acquire
