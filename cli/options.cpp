@@ -91,6 +91,18 @@ Options lease_options(LeaseRequest& r) {
   };
 }
 
+// options, and the flags of run and acquire that renew, release and status
+// accept and ignore, so that a script can give every subcommand one option
+// set: they have no busy lease to be quiet about, nothing more to report,
+// and one plain statement each to send, which a transaction pooler passes
+// as it is.
+Options with_ignored_flags(Options options) {
+  for (std::string_view name : {"pooler", "quiet", "verbose"}) {
+    options.push_back(flag(name, [] {}));
+  }
+  return options;
+}
+
 // A subcommand's words once its options are applied.
 struct Words {
   std::vector<std::string> operands;
@@ -236,22 +248,25 @@ Parsed parse_grant_command(const char* topic,
 
 Parsed parse_renew(const std::vector<std::string>& args) {
   RenewOptions o;
-  return parse_grant_command("renew", args, o,
-                             {value("ttl", o.ttl), value("owner", o.owner),
-                              value("conn", o.conninfo)});
+  return parse_grant_command(
+      "renew", args, o,
+      with_ignored_flags({value("ttl", o.ttl), value("owner", o.owner),
+                          value("conn", o.conninfo)}));
 }
 
 Parsed parse_release(const std::vector<std::string>& args) {
   ReleaseOptions o;
   return parse_grant_command(
-      "release", args, o, {value("owner", o.owner), value("conn", o.conninfo)});
+      "release", args, o,
+      with_ignored_flags({value("owner", o.owner), value("conn", o.conninfo)}));
 }
 
 Parsed parse_status(const std::vector<std::string>& args) {
   StatusOptions o;
   Words words;
-  if (auto error = read_words(args, 1, {value("conn", o.conninfo)},
-                              std::nullopt, words)) {
+  if (auto error =
+          read_words(args, 1, with_ignored_flags({value("conn", o.conninfo)}),
+                     std::nullopt, words)) {
     return UsageError{"status", *error};
   }
   if (words.help) return HelpRequest{"status"};

@@ -125,6 +125,8 @@ Options:
       --owner O         the grant's owner, which the server then checks
                           (default: not checked, the token names the grant)
       --conn CONNINFO   libpq connection string (default: PG* variables)
+      --pooler, --quiet, --verbose  accepted, with no effect here (one option
+                          set serves every dlock subcommand)
   -h, --help            show this help and exit
 
 Exit status: 0 renewed; 1 an error, the lease not held with TOKEN among them
@@ -139,6 +141,8 @@ Options:
       --owner O         the grant's owner, which the server then checks
                           (default: not checked, the token names the grant)
       --conn CONNINFO   libpq connection string (default: PG* variables)
+      --pooler, --quiet, --verbose  accepted, with no effect here (one option
+                          set serves every dlock subcommand)
   -h, --help            show this help and exit
 
 Exit status: 0 released; 1 if it was not held with TOKEN (by owner O, with
@@ -154,6 +158,8 @@ with psql instead.
 
 Options:
       --conn CONNINFO   libpq connection string (default: PG* variables)
+      --pooler, --quiet, --verbose  accepted, with no effect here (one option
+                          set serves every dlock subcommand)
   -h, --help            show this help and exit
 
 Exit status: 0 shown; 1 a NAME with no lease ("dlock: no lease NAME"), or an

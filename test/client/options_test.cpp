@@ -483,6 +483,21 @@ TEST(ReleaseOptions, NameAndToken) {
   EXPECT_EQ(usage_error({"release", "job", ""}).message, "invalid token ''");
 }
 
+// One option set for every subcommand: renew and release accept run's and
+// acquire's flags, and ignore them.
+TEST(RenewAndReleaseOptions, AcceptQuietVerboseAndPooler) {
+  RenewOptions r = parsed_as<RenewOptions>(
+      {"renew", "--quiet", "job", "--pooler", "7", "--verbose"});
+  EXPECT_EQ(r.name, "job");
+  EXPECT_EQ(r.token, 7);
+  ReleaseOptions l = parsed_as<ReleaseOptions>(
+      {"release", "--pooler", "--quiet", "--verbose", "job", "8"});
+  EXPECT_EQ(l.name, "job");
+  EXPECT_EQ(l.token, 8);
+  EXPECT_EQ(usage_error({"release", "--quiet=yes", "job", "8"}).message,
+            "option '--quiet' doesn't allow an argument");
+}
+
 // ------------------------------------------------------------ dlock status
 
 TEST(StatusOptions, Names) {
@@ -491,6 +506,11 @@ TEST(StatusOptions, Names) {
       parsed_as<StatusOptions>({"status", "a", "--conn", "c", "b"});
   EXPECT_EQ(o.names, (Args{"a", "b"}));
   EXPECT_EQ(o.conninfo, "c");
+  // run's and acquire's flags, accepted and ignored.
+  EXPECT_EQ(parsed_as<StatusOptions>(
+                {"status", "--pooler", "a", "--quiet", "--verbose"})
+                .names,
+            Args{"a"});
 }
 
 // ------------------------------------------------------------ dlock itself
