@@ -14,7 +14,8 @@
 #    release by NAME and TOKEN from any process, the owner checked only
 #    with --owner, and from within dlock run's COMMAND;
 #  - dlock status: control characters in a name escaped, a NAME not found
-#    told on stderr, exit 1.
+#    told on stderr, exit 1;
+#  - a database without dlock: the error says to CREATE EXTENSION.
 # dlock is the one on the PATH (scripts/test.sh installs it).
 use strict;
 use warnings;
@@ -211,6 +212,20 @@ my $rows = qr/^name +state +owner +token +valid for +held for\n/
 like( $out, qr/$rows/,
 	'dlock status: a line break in a name escaped, one row per lease');
 is($err, 'dlock: no lease nosuch', 'a NAME not found, told once on stderr');
+
+# ------------------------------------------------ a database without dlock
+
+$node->safe_psql('postgres', 'CREATE DATABASE plain');
+($out, $err) = shell(q{PGDATABASE=plain dlock acquire --ttl 1m x; echo "exit $?"});
+is("$out|$err",
+	'exit 1|dlock: 3F000: schema "dlock" does not exist'
+	  . ' (is dlock installed in this database? CREATE EXTENSION dlock)',
+	'acquire in a database without dlock: the hint');
+$node->safe_psql('plain', 'CREATE SCHEMA dlock');
+($out, $err) = shell(q{PGDATABASE=plain dlock renew x 1; echo "exit $?"});
+is($out, 'exit 1', 'renew without dlock\'s functions: exit 1');
+like($err, qr/^dlock: 42883: function dlock\.renew\(.*\) does not exist \(is dlock installed in this database, and up to date\? CREATE EXTENSION dlock, or ALTER EXTENSION dlock UPDATE\)\z/,
+	'the hint');
 
 $node->stop;
 done_testing();
