@@ -1,12 +1,15 @@
 #include "child.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -87,12 +90,18 @@ bool read_int(int fd, int& value) {
   return n == static_cast<ssize_t>(sizeof value);
 }
 
-// The forked child: its own group, the parent's go-ahead, then exec.
-// Async-signal-safe calls only (the parent may have other threads).
-[[noreturn]] void exec_child(const SignalPipe& signals, const sigset_t& mask,
-                             int go_fd, int report_fd,
+// The forked child: death with dlock, its own group, the parent's
+// go-ahead, then exec. Async-signal-safe calls only (the parent may have
+// other threads).
+[[noreturn]] void exec_child(pid_t dlock_pid, const SignalPipe& signals,
+                             const sigset_t& mask, int go_fd, int report_fd,
                              const std::vector<char*>& paths, char** argv,
                              char** envp) {
+  // SIGKILL when the thread that forked this child, dlock's, ends. If it
+  // ended before this call, the child has a new parent already and the
+  // signal would never come: end now.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != dlock_pid) _exit(127);
   signals.reset_in_child();
   sigprocmask(SIG_SETMASK, &mask, nullptr);
   setpgid(0, 0);
@@ -115,6 +124,47 @@ bool read_int(int fd, int& value) {
   ssize_t ignored = write(report_fd, &error, sizeof error);
   (void)ignored;
   _exit(127);
+}
+
+// True when process `pid` is in process group `pgid` and not a zombie.
+bool lives_in_group(const char* pid, pid_t pgid) {
+  std::string path = std::string("/proc/") + pid + "/stat";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // gone meanwhile
+  char stat[512];
+  ssize_t n = read(fd, stat, sizeof stat - 1);
+  close(fd);
+  if (n <= 0) return false;
+  stat[n] = '\0';
+  // "pid (comm) state ppid pgrp ...", where comm may hold ')' too.
+  const char* comm_end = std::strrchr(stat, ')');
+  char state = 0;
+  int ppid = 0;
+  int pgrp = 0;
+  if (!comm_end ||
+      std::sscanf(comm_end + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) {
+    return false;
+  }
+  return pgrp == pgid && state != 'Z' && state != 'X';
+}
+
+// Whether a process that is not a zombie is in process group `pgid`, from
+// /proc: kill(-pgid, 0) would count zombies too, and the group's leader is
+// one until it is reaped. nullopt when /proc cannot be read.
+std::optional<bool> group_lives(pid_t pgid) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return std::nullopt;
+  bool found = false;
+  while (dirent* entry = readdir(proc)) {
+    const char* name = entry->d_name;
+    if (name[0] < '1' || name[0] > '9') continue;  // not a process
+    if (lives_in_group(name, pgid)) {
+      found = true;
+      break;
+    }
+  }
+  closedir(proc);
+  return found;
 }
 
 }  // namespace
@@ -154,12 +204,13 @@ std::variant<Child, SpawnFailure> Child::spawn(const Command& command,
   // handler in the child: hold them until then.
   sigset_t old_mask;
   pthread_sigmask(SIG_BLOCK, &signals.caught(), &old_mask);
+  pid_t dlock_pid = getpid();
   pid_t pid = fork();
   if (pid == 0) {
     close(go[1]);
     close(report[0]);
-    exec_child(signals, old_mask, go[0], report[1], paths, argv.data(),
-               envp.data());
+    exec_child(dlock_pid, signals, old_mask, go[0], report[1], paths,
+               argv.data(), envp.data());
   }
   int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
@@ -215,40 +266,58 @@ void Child::follow_stop() {
 Ending Child::wait(SignalPipe& signals, const std::function<bool()>& lost,
                    milliseconds kill_after) {
   bool losing = false;
+  // The child has exited. It is reaped only at the end, so that its id,
+  // its group's, cannot be reused while the group is being emptied.
+  bool exited = false;
+  std::optional<Clock::time_point> kill_at;  // set once SIGTERM is sent
   bool killed = false;
-  Clock::time_point kill_at;
+  auto terminate = [&] {
+    kill(-pid_, SIGTERM);
+    kill(-pid_, SIGCONT);  // a stopped process would not see SIGTERM
+    kill_at = Clock::now() + kill_after;
+  };
   for (;;) {
-    siginfo_t info{};
-    int options = WEXITED | WNOHANG | WNOWAIT | (terminal_ ? WSTOPPED : 0);
-    if (waitid(P_PID, static_cast<id_t>(pid_), &info, options) != 0 &&
-        errno != EINTR) {
-      fail("waitid");
+    if (!exited) {
+      siginfo_t info{};
+      int options = WEXITED | WNOHANG | WNOWAIT | (terminal_ ? WSTOPPED : 0);
+      if (waitid(P_PID, static_cast<id_t>(pid_), &info, options) != 0 &&
+          errno != EINTR) {
+        fail("waitid");
+      }
+      if (info.si_pid == pid_ && info.si_code == CLD_STOPPED) {
+        waitpid(pid_, nullptr, WUNTRACED | WNOHANG);  // consume the stop
+        follow_stop();
+        continue;
+      }
+      exited = info.si_pid == pid_;
     }
-    if (info.si_pid == pid_ && info.si_code == CLD_STOPPED) {
-      waitpid(pid_, nullptr, WUNTRACED | WNOHANG);  // consume the stop
-      follow_stop();
-      continue;
-    }
-    if (info.si_pid == pid_) {
-      // Ended but not reaped yet, so its group id cannot be reused.
-      if (losing) kill(-pid_, SIGKILL);
-      return Ending{exit_code_of(reap()), losing};
+    if (exited) {
+      if (losing) {
+        kill(-pid_, SIGKILL);
+        return Ending{exit_code_of(reap()), true};
+      }
+      // What is left of the group ends before wait() returns: SIGTERM,
+      // SIGKILL after the grace. Without /proc to tell, the group is taken
+      // to live until it has had SIGKILL.
+      if (!group_lives(pid_).value_or(!killed)) {
+        return Ending{exit_code_of(reap()), false};
+      }
+      if (!kill_at) terminate();
     }
     if (!losing && lost()) {
       losing = true;
-      kill(-pid_, SIGTERM);
-      kill(-pid_, SIGCONT);  // a stopped process would not see SIGTERM
-      kill_at = Clock::now() + kill_after;
+      if (exited) continue;  // what is left gets SIGKILL at once
+      terminate();
     }
     milliseconds timeout = kPollInterval;
-    if (losing && !killed) {
+    if (kill_at && !killed) {
       Clock::time_point now = Clock::now();
-      if (now >= kill_at) {
+      if (now >= *kill_at) {
         kill(-pid_, SIGKILL);
         killed = true;
       } else {
         timeout =
-            std::min(timeout, std::chrono::ceil<milliseconds>(kill_at - now));
+            std::min(timeout, std::chrono::ceil<milliseconds>(*kill_at - now));
       }
     }
     pollfd p{signals.fd(), POLLIN, 0};

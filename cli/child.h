@@ -1,12 +1,19 @@
 // COMMAND as dlock run starts and watches it: in a process group of its
 // own (so that it is signalled and killed as a group), with the lease in
-// its environment, and with the terminal when dlock has it.
+// its environment, and with the terminal when dlock has it. COMMAND itself
+// (not what it starts) gets SIGKILL when dlock dies, even by SIGKILL
+// (PR_SET_PDEATHSIG): without dlock nothing would stop it when the lease
+// ends. Linux sends it when the thread that called spawn() ends, so call
+// it from the main thread.
 //
 // wait() is dlock run's main loop: poll() on the signal pipe with a 20 ms
 // timeout, forwarding each signal to the group, asking lost() and reaping
 // the child without blocking. Once lost() says so, the group gets SIGTERM,
 // and SIGKILL after the grace; when the child has ended, whatever is left
-// of its group is killed at once.
+// of its group is killed at once. When the child ends on its own, what is
+// left of its group (background processes) gets the same, SIGTERM then
+// SIGKILL after the grace, and wait() returns once no process is left in
+// the group, so that the lease is released only then.
 #pragma once
 
 #include <sys/types.h>
@@ -65,8 +72,9 @@ class Child {
 
   pid_t pid() const { return pid_; }
 
-  // Waits until the child ends (see above); kill_after is the grace
-  // between SIGTERM and SIGKILL. Gives the terminal back, if it had it.
+  // Waits until the child ends and its group is empty (see above);
+  // kill_after is the grace between SIGTERM and SIGKILL. Gives the
+  // terminal back, if it had it.
   Ending wait(SignalPipe& signals, const std::function<bool()>& lost,
               std::chrono::milliseconds kill_after);
 

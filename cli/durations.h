@@ -20,6 +20,11 @@ struct Duration {
   std::optional<Millis> millis;
 };
 
+// The longest duration dlock takes, either way: 100 years of 365.25 days
+// (as the server counts '100 years'), far below the 64-bit milliseconds
+// and the PostgreSQL intervals dlock sends.
+inline constexpr Millis kLongestDuration{36525LL * 86400 * 1000};
+
 // The short forms: one or more <digits><unit>, units d, h, m, s, ms, each
 // at most once and largest first. nullopt for any other text, and for a
 // value too large for 64-bit milliseconds (the server then says why).

@@ -1,18 +1,18 @@
 // dlock acquire, renew, release and status: one call each, for scripts.
 //
-// acquire, renew and release default the owner to host:<parent pid>, the
-// script that runs them, so that the three agree without --owner (dlock
-// run, which holds the lease itself, is host:<its own pid>).
-#include <unistd.h>
-
+// acquire takes the lease as a new owner each time (client::default_owner()
+// of this process), unless --owner names one: two acquires from one script
+// never share an owner, so the second finds the lease busy. renew and
+// release name the grant by NAME and TOKEN; they pass --owner to the
+// server, which then checks it, or NULL, which it does not check.
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "guarded.h"
 #include "lease.h"
-#include "lease_errors.h"
 #include "lease_request.h"
 #include "messages.h"
 #include "server_durations.h"
@@ -23,21 +23,14 @@ namespace dlock::cli {
 
 namespace {
 
-// default_owner() names this process (host:pid): the calling one instead.
-std::string calling_process_owner() {
-  std::string own = client::default_owner();
-  return own.substr(0, own.rfind(':') + 1) + std::to_string(getppid());
-}
-
-// The grant a script names by NAME and TOKEN.
-client::Grant named_grant(const std::string& name, std::int64_t token,
-                          const std::optional<std::string>& owner) {
-  client::Grant g;
-  g.name = name;
-  g.token = token;
-  g.owner = owner.value_or(calling_process_owner());
-  return g;
-}
+// dlock.renew and dlock.release with the owner as given: NULL, not checked,
+// when --owner is not. (client::Leases always names an owner.)
+constexpr char kRenewSql[] =
+    "SELECT floor(extract(epoch FROM valid_for) * 1000)::pg_catalog.int8"
+    "  FROM dlock.renew($1, $2::pg_catalog.int8, $3::pg_catalog.interval,"
+    "                   owner => $4)";
+constexpr char kReleaseSql[] =
+    "SELECT dlock.release($1, $2::pg_catalog.int8, owner => $3)";
 
 // A text[] literal: every element quoted, " and \ escaped.
 std::string text_array(const std::vector<std::string>& items) {
@@ -73,7 +66,7 @@ int acquire_command(AcquireOptions& o) {
     }
     client::Leases leases(conn);
     std::optional<client::Grant> grant = take_lease(
-        leases, o.lease, o.lease.owner.value_or(calling_process_owner()));
+        leases, o.lease, o.lease.owner.value_or(client::default_owner()));
     if (!grant) return busy(o.lease);
     report_grant(o.lease, *grant);
     std::printf("%lld\n", static_cast<long long>(grant->token));
@@ -87,12 +80,10 @@ int renew_command(RenewOptions& o) {
     if (auto error = read_durations(conn, duration_fields(o))) {
       return report_usage_error("renew", *error);
     }
-    std::optional<Millis> ttl;
-    if (o.ttl) ttl = o.ttl->millis;
-    client::Leases leases(conn);
-    client::Grant renewed =
-        leases.renew(named_grant(o.name, o.token, o.owner), ttl);
-    std::printf("%s\n", seconds_text(renewed.valid_for).c_str());
+    pgc::Param ttl;
+    if (o.ttl) ttl = client::interval_text(o.ttl->millis.value());
+    pgc::Result r = conn.exec(kRenewSql, o.name, o.token, ttl, o.owner);
+    std::printf("%s\n", seconds_text(Millis(r.int64(0, 0))).c_str());
     return 0;
   });
 }
@@ -100,11 +91,11 @@ int renew_command(RenewOptions& o) {
 int release_command(ReleaseOptions& o) {
   return guarded(kExitFailed, [&] {
     pgc::Connection conn(o.conninfo);
-    client::Leases leases(conn);
-    client::Grant g = named_grant(o.name, o.token, o.owner);
-    if (leases.release(g)) return 0;
-    say("lease " + g.name + " is not held with token " +
-        std::to_string(g.token) + " by owner " + g.owner);
+    if (conn.exec(kReleaseSql, o.name, o.token, o.owner).boolean(0, 0)) {
+      return 0;
+    }
+    say("lease " + o.name + " is not held with token " +
+        std::to_string(o.token) + (o.owner ? " by owner " + *o.owner : ""));
     return kExitFailed;
   });
 }
@@ -116,7 +107,9 @@ int status_command(const StatusOptions& o) {
     if (!o.names.empty()) names = text_array(o.names);
     pgc::Result r = conn.exec(kStatusSql, names);
     std::vector<std::vector<std::string>> rows;
+    std::set<std::string> found;
     for (int i = 0; i < r.rows(); ++i) {
+      found.insert(r.value(i, 0));
       std::vector<std::string> row;
       for (int c = 0; c < 4; ++c) row.push_back(r.value(i, c));
       for (int c = 4; c < 6; ++c) {
@@ -125,16 +118,23 @@ int status_command(const StatusOptions& o) {
       }
       rows.push_back(std::move(row));
     }
+    Charset charset = locale_charset();
     std::fputs(format_table({{"name"},
                              {"state"},
                              {"owner"},
                              {"token", Align::right},
                              {"valid for", Align::right},
                              {"held for", Align::right}},
-                            rows)
+                            rows, charset)
                    .c_str(),
                stdout);
-    return 0;
+    int code = 0;
+    for (const std::string& name : o.names) {
+      if (!found.insert(name).second) continue;  // shown, or told already
+      say("no lease " + escaped(name, charset));
+      code = kExitFailed;
+    }
+    return code;
   });
 }
 

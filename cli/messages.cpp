@@ -33,12 +33,30 @@ std::string one_line(const std::string& text) {
   return out;
 }
 
+// What to check when the server does not know dlock's schema or one of its
+// functions: "" for other errors.
+std::string hint_for(const pgc::PgError& e) {
+  const std::string& message = e.what();
+  auto mentions = [&](const char* s) {
+    return message.find(s) != std::string::npos;
+  };
+  if (e.sqlstate() == "3F000" && mentions("\"dlock\"")) {
+    return "is dlock installed in this database? CREATE EXTENSION dlock";
+  }
+  if (e.sqlstate() == "42883" && mentions("function dlock.")) {
+    return "is dlock installed in this database, and up to date? CREATE "
+           "EXTENSION dlock, or ALTER EXTENSION dlock UPDATE";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string error_text(const pgc::PgError& e) {
   std::string text = one_line(e.what());
-  std::string detail = one_line(e.detail());
-  if (!detail.empty()) text += " (" + detail + ")";
+  for (const std::string& note : {one_line(e.detail()), hint_for(e)}) {
+    if (!note.empty()) text += " (" + note + ")";
+  }
   return e.sqlstate().empty() ? text : e.sqlstate() + ": " + text;
 }
 

@@ -11,7 +11,9 @@ namespace dlock::cli {
 // A pgc::PgError on one line: its SQLSTATE (when there is one: libpq's own
 // failures have none), its message, and the server's DETAIL in
 // parentheses when there is one. libpq's continuation lines ("\n\tIs the
-// server running ...") are joined with single spaces.
+// server running ...") are joined with single spaces. When the server does
+// not know dlock's schema (3F000) or one of its functions (42883), a hint
+// in parentheses follows: CREATE EXTENSION dlock (or ALTER EXTENSION).
 std::string error_text(const pgc::PgError& e);
 
 // Writes "dlock: " + text and a newline to stderr, in one write.

@@ -91,6 +91,18 @@ Options lease_options(LeaseRequest& r) {
   };
 }
 
+// options, and the flags of run and acquire that renew, release and status
+// accept and ignore, so that a script can give every subcommand one option
+// set: they have no busy lease to be quiet about, nothing more to report,
+// and one plain statement each to send, which a transaction pooler passes
+// as it is.
+Options with_ignored_flags(Options options) {
+  for (std::string_view name : {"pooler", "quiet", "verbose"}) {
+    options.push_back(flag(name, [] {}));
+  }
+  return options;
+}
+
 // A subcommand's words once its options are applied.
 struct Words {
   std::vector<std::string> operands;
@@ -236,22 +248,25 @@ Parsed parse_grant_command(const char* topic,
 
 Parsed parse_renew(const std::vector<std::string>& args) {
   RenewOptions o;
-  return parse_grant_command("renew", args, o,
-                             {value("ttl", o.ttl), value("owner", o.owner),
-                              value("conn", o.conninfo)});
+  return parse_grant_command(
+      "renew", args, o,
+      with_ignored_flags({value("ttl", o.ttl), value("owner", o.owner),
+                          value("conn", o.conninfo)}));
 }
 
 Parsed parse_release(const std::vector<std::string>& args) {
   ReleaseOptions o;
   return parse_grant_command(
-      "release", args, o, {value("owner", o.owner), value("conn", o.conninfo)});
+      "release", args, o,
+      with_ignored_flags({value("owner", o.owner), value("conn", o.conninfo)}));
 }
 
 Parsed parse_status(const std::vector<std::string>& args) {
   StatusOptions o;
   Words words;
-  if (auto error = read_words(args, 1, {value("conn", o.conninfo)},
-                              std::nullopt, words)) {
+  if (auto error =
+          read_words(args, 1, with_ignored_flags({value("conn", o.conninfo)}),
+                     std::nullopt, words)) {
     return UsageError{"status", *error};
   }
   if (words.help) return HelpRequest{"status"};
@@ -259,10 +274,16 @@ Parsed parse_status(const std::vector<std::string>& args) {
   return o;
 }
 
-std::optional<std::string> below_floor(const DurationField& f) {
+std::optional<std::string> out_of_range(const DurationField& f) {
   const Duration& d = *f.value;
   if (!d.millis) return std::nullopt;
   std::string got = " (got '" + d.text + "')";
+  if (*d.millis > kLongestDuration) {
+    return std::string(f.flag) + " must be at most 100 years" + got;
+  }
+  if (*d.millis < -kLongestDuration) {
+    return std::string(f.flag) + " must be at least -100 years" + got;
+  }
   if (f.floor == Floor::above_zero && d.millis->count() <= 0) {
     return std::string(f.flag) + " must be more than 0" + got;
   }
@@ -329,7 +350,7 @@ std::vector<DurationField> duration_fields(ReleaseOptions&) { return {}; }
 std::optional<std::string> check_durations(
     const std::vector<DurationField>& fields) {
   for (const DurationField& f : fields) {
-    if (auto error = below_floor(f)) return error;
+    if (auto error = out_of_range(f)) return error;
   }
   return std::nullopt;
 }
@@ -351,19 +372,25 @@ std::optional<Millis> kill_after_of(const RunOptions& o) {
 }
 
 std::optional<std::string> check_kill_after(const RunOptions& o) {
-  const std::optional<Millis>& ttl = o.lease.ttl.millis;
   std::optional<Millis> kill_after = kill_after_of(o);
-  if (!ttl || !kill_after || kill_after->count() < 0) return std::nullopt;
+  if (!kill_after || kill_after->count() < 0) return std::nullopt;
   Millis least = 3 * keeper_margin(*kill_after);
-  if (*ttl > least) return std::nullopt;
   std::string kill_after_text =
       o.kill_after
           ? o.kill_after->text
           : "(default " + seconds_text(*kill_after) + " s, a tenth of the ttl)";
-  return "--ttl " + o.lease.ttl.text + " leaves no room for --kill-after " +
-         kill_after_text +
-         ": the ttl must be more than 3 x (kill-after + 250ms), here " +
-         seconds_text(least) + " s";
+  // The same rule for each duration the keeper's deadline can come from.
+  std::pair<std::string_view, const Duration*> limits[] = {
+      {"ttl", &o.lease.ttl},
+      {"max-hold", o.lease.max_hold ? &*o.lease.max_hold : nullptr}};
+  for (const auto& [name, d] : limits) {
+    if (!d || !d->millis || *d->millis > least) continue;
+    return "--" + std::string(name) + " " + d->text +
+           " leaves no room for --kill-after " + kill_after_text + ": the " +
+           std::string(name) + " must be more than 3 x (kill-after + 250ms), " +
+           "here " + seconds_text(least) + " s";
+  }
+  return std::nullopt;
 }
 
 }  // namespace dlock::cli

@@ -106,8 +106,9 @@ std::vector<DurationField> duration_fields(AcquireOptions& o);
 std::vector<DurationField> duration_fields(RenewOptions& o);
 std::vector<DurationField> duration_fields(ReleaseOptions& o);  // none
 
-// The first known duration below its floor, as a message ("--ttl must be
-// more than 0"); durations not read yet are skipped.
+// The first known duration below its floor or beyond kLongestDuration
+// either way, as a message ("--ttl must be more than 0"); durations not
+// read yet are skipped.
 std::optional<std::string> check_durations(
     const std::vector<DurationField>& fields);
 
@@ -127,8 +128,10 @@ std::optional<Millis> kill_after_of(const RunOptions& o);
 // dlock run's rule: the ttl must be more than 3 x keeper_margin(kill-after).
 // The keeper renews after a third of the ttl and gives up at its deadline,
 // ttl - 1% - margin after the grant: the rule leaves about a third of the
-// ttl between the two for retries. nullopt when it holds, or while the ttl
-// or kill-after is not read yet.
+// ttl between the two for retries. --max-hold, which ends every renewal's
+// validity at the same instant, must pass the same rule, or COMMAND would
+// be stopped as lost early on, or never started. nullopt when both hold,
+// or while what they need is not read yet.
 std::optional<std::string> check_kill_after(const RunOptions& o);
 
 }  // namespace dlock::cli

@@ -20,7 +20,7 @@ Commands:
 
 Each command has its own --help. Durations: 500ms, 30s, 5m, 1h, 2d, runs of
 them largest unit first (1m30s), or any PostgreSQL interval text
-('90 seconds', '00:01:30'), which the server reads.
+('90 seconds', '00:01:30'), which the server reads; at most 100 years.
 
   -h, --help     show this help and exit
       --version  show the version and exit
@@ -30,13 +30,16 @@ constexpr std::string_view kRunHelp =
     R"(Usage: dlock run [OPTION]... NAME [--] COMMAND [ARG]...
 Take lease NAME, run COMMAND while it is held, give it back when COMMAND ends,
 and exit with COMMAND's exit status. Options end at "--" or at COMMAND.
+Processes COMMAND leaves in its process group get SIGTERM when it exits, and
+SIGKILL after --kill-after; the lease is given back once they have ended.
 
 A keeper renews the lease in the background. If the lease is lost (a renewal
 is refused, it is force-released, or no renewal succeeds in time), COMMAND's
 process group gets SIGTERM, then SIGKILL after --kill-after, and dlock exits
 76. SIGINT, SIGTERM and SIGHUP sent to dlock go to COMMAND's process group;
 the lease is given back only once COMMAND has ended. Until the lease is
-granted they end dlock as usual.
+granted they end dlock as usual. If dlock itself is killed, COMMAND gets
+SIGKILL (not what it started in the background).
 
 COMMAND runs in a process group of its own, with stdin, stdout and stderr
 passed through, and the terminal handed to it when dlock runs in the
@@ -48,10 +51,13 @@ Options:
       --ttl D           the lease's time to live, renewed while COMMAND runs
                           (default 30s)
       --wait D          wait up to D for a busy lease (default: do not wait)
-      --owner O         the owner to hold it as (default host:pid of dlock)
+      --owner O         the owner to hold it as (default: one of its own, new
+                          for every run)
       --lock-delay D    after an expiry without release, nobody may take the
                           lease for D
-      --max-hold D      never hold it longer than D after the grant
+      --max-hold D      never hold it longer than D after the grant (COMMAND
+                          is stopped as when the lease is lost); more than
+                          3 x (kill-after + 250ms), as the ttl
       --min-hold D      keep it taken until D after the grant even when
                           COMMAND ends sooner: run a job once per period
       --kill-after D    grace between SIGTERM and SIGKILL when the lease is
@@ -81,14 +87,16 @@ no longer held, dlock warns and exits with COMMAND's status.
 constexpr std::string_view kAcquireHelp =
     R"(Usage: dlock acquire [OPTION]... NAME --ttl D
 Take lease NAME for D and print its fencing token. Renew it with dlock renew
-and give it back with dlock release, both with the same owner.
+and give it back with dlock release, from any process: NAME and the token
+name the grant.
 
 Options:
       --ttl D           the lease's time to live (required)
       --wait D          wait up to D for a busy lease (default: do not wait)
-      --owner O         the owner to hold it as (default host:pid of the
-                          calling process, the script that runs dlock, which
-                          renew and release default to as well)
+      --owner O         the owner to hold it as (default: one of its own, new
+                          for every call, so that a second acquire of a held
+                          lease finds it busy; give the same O to retry a
+                          call whose answer was lost)
       --lock-delay D    after an expiry without release, nobody may take the
                           lease for D
       --max-hold D      never hold it longer than D after the grant
@@ -114,9 +122,11 @@ seconds (29.998).
 
 Options:
       --ttl D           the new time to live (default: the grant's own)
-      --owner O         the grant's owner (default host:pid of the calling
-                          process, as dlock acquire)
+      --owner O         the grant's owner, which the server then checks
+                          (default: not checked, the token names the grant)
       --conn CONNINFO   libpq connection string (default: PG* variables)
+      --pooler, --quiet, --verbose  accepted, with no effect here (one option
+                          set serves every dlock subcommand)
   -h, --help            show this help and exit
 
 Exit status: 0 renewed; 1 an error, the lease not held with TOKEN among them
@@ -128,25 +138,32 @@ constexpr std::string_view kReleaseHelp =
 Give back the grant of lease NAME with TOKEN.
 
 Options:
-      --owner O         the grant's owner (default host:pid of the calling
-                          process, as dlock acquire)
+      --owner O         the grant's owner, which the server then checks
+                          (default: not checked, the token names the grant)
       --conn CONNINFO   libpq connection string (default: PG* variables)
+      --pooler, --quiet, --verbose  accepted, with no effect here (one option
+                          set serves every dlock subcommand)
   -h, --help            show this help and exit
 
-Exit status: 0 released; 1 if it was not held with TOKEN by that owner, or an
-error; 2 a usage error.
+Exit status: 0 released; 1 if it was not held with TOKEN (by owner O, with
+--owner), or an error; 2 a usage error.
 )";
 
 constexpr std::string_view kStatusHelp =
     R"(Usage: dlock status [OPTION]... [NAME]...
 Show the leases NAME (default: all) from dlock.leases: name, state, owner,
-token, validity left and time held (seconds, for held leases).
+token, validity left and time held (seconds, for held leases). Control
+characters are shown escaped (\n, \t, \xNN). For scripts, query dlock.leases
+with psql instead.
 
 Options:
       --conn CONNINFO   libpq connection string (default: PG* variables)
+      --pooler, --quiet, --verbose  accepted, with no effect here (one option
+                          set serves every dlock subcommand)
   -h, --help            show this help and exit
 
-Exit status: 0 shown; 1 an error; 2 a usage error.
+Exit status: 0 shown; 1 a NAME with no lease ("dlock: no lease NAME"), or an
+error; 2 a usage error.
 )";
 
 struct Topic {

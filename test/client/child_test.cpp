@@ -320,6 +320,61 @@ TEST_F(ChildTest, LossKillsWhatIsLeftOfTheGroup) {
   EXPECT_TRUE(eventually([&] { return ended(sleeper); }));
 }
 
+// A leader that starts a background process in its group, waits until that
+// has set itself up (by `setup`, then touching $0/ready) and exits 3. The
+// background process ends by itself after kPatience at the latest.
+Command leaving_behind(const std::string& setup, const fs::path& dir) {
+  return sh("(" + setup +
+                "; touch \"$0/ready\"; n=0; "
+                "while [ $n -lt 3000 ]; do sleep 0.01; n=$((n + 1)); done) & "
+                "echo $! > \"$0/background.pid\"; "
+                "until [ -e \"$0/ready\" ]; do sleep 0.01; done; exit 3",
+            dir);
+}
+
+TEST_F(ChildTest, WhatIsLeftOfTheGroupEndsBeforeWaitReturns) {
+  Command c = leaving_behind("trap 'touch \"$0/term\"; exit 0' TERM", dir_);
+  SignalPipe signals({SIGINT, SIGTERM, SIGHUP});
+  Child child = started(Child::spawn(c, signals));
+  // A grace longer than the test's patience: SIGTERM alone ends it.
+  Ending e = child.wait(signals, never_lost(), seconds(600));
+  EXPECT_EQ(e.exit_code, 3);
+  EXPECT_FALSE(e.lost_while_running);
+  pid_t background = read_pid(path("background.pid"));
+  ASSERT_GT(background, 0);
+  EXPECT_TRUE(ended(background));
+  EXPECT_TRUE(fs::exists(path("term")));
+}
+
+TEST_F(ChildTest, WhatIsLeftOfTheGroupIsKilledAfterTheGrace) {
+  // Ignores SIGTERM (sleep inherits that), so only SIGKILL ends it.
+  Command c = leaving_behind("trap '' TERM", dir_);
+  SignalPipe signals({SIGINT, SIGTERM, SIGHUP});
+  Child child = started(Child::spawn(c, signals));
+  constexpr milliseconds kGrace{300};
+  Clock::time_point start = Clock::now();
+  Ending e = child.wait(signals, never_lost(), kGrace);
+  EXPECT_EQ(e.exit_code, 3);
+  EXPECT_FALSE(e.lost_while_running);
+  EXPECT_TRUE(ended(read_pid(path("background.pid"))));
+  // SIGKILL never before the grace has passed.
+  EXPECT_GE(Clock::now() - start, kGrace);
+}
+
+TEST_F(ChildTest, LossWhileTheGroupIsEmptiedKillsItAtOnce) {
+  Command c = leaving_behind("trap '' TERM", dir_);
+  SignalPipe signals({SIGINT, SIGTERM, SIGHUP});
+  Child child = started(Child::spawn(c, signals));
+  // The child exits once ready exists; lost from then on.
+  Ending e = child.wait(
+      signals, [&] { return fs::exists(path("ready")); }, seconds(600));
+  EXPECT_EQ(e.exit_code, 3);
+  EXPECT_TRUE(e.lost_while_running);
+  pid_t background = read_pid(path("background.pid"));
+  ASSERT_GT(background, 0);
+  EXPECT_TRUE(eventually([&] { return ended(background); }));
+}
+
 TEST(SignalPipe, DeliversCaughtSignalsInOrderAndRestores) {
   struct sigaction before {};
   sigaction(SIGUSR1, nullptr, &before);

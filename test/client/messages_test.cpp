@@ -41,5 +41,27 @@ TEST(ErrorText, ContinuationLinesAreJoinedWithOneSpace) {
             "failed: FATAL:  no  such (two lines)");
 }
 
+// A database without dlock, or with an older version of it.
+TEST(ErrorText, HintsAtCreateExtension) {
+  EXPECT_EQ(
+      error_text(pgc::PgError("3F000", "schema \"dlock\" does not exist")),
+      "3F000: schema \"dlock\" does not exist (is dlock installed in this "
+      "database? CREATE EXTENSION dlock)");
+  EXPECT_EQ(
+      error_text(pgc::PgError(
+          "42883",
+          "function dlock.renew(unknown, bigint, interval, owner => unknown) "
+          "does not exist")),
+      "42883: function dlock.renew(unknown, bigint, interval, owner => "
+      "unknown) does not exist (is dlock installed in this database, and up "
+      "to date? CREATE EXTENSION dlock, or ALTER EXTENSION dlock UPDATE)");
+  // Other schemas and functions get no hint.
+  EXPECT_EQ(error_text(pgc::PgError("3F000", "schema \"app\" does not exist")),
+            "3F000: schema \"app\" does not exist");
+  EXPECT_EQ(error_text(pgc::PgError("42883", "function app.f() does not exist",
+                                    "a detail")),
+            "42883: function app.f() does not exist (a detail)");
+}
+
 }  // namespace
 }  // namespace dlock::cli

@@ -297,8 +297,9 @@ TEST(RunOptions, ChecksDurationsTheServerRead) {
 }
 
 TEST(RunOptions, LeaseTermsAreLeftToTheServer) {
+  // (--max-hold's own rule, the keeper's room, is checked below.)
   RunOptions o = parsed_as<RunOptions>({"run", "--lock-delay", "-1 s",
-                                        "--max-hold", "0s", "--min-hold", "2d",
+                                        "--max-hold", "4s", "--min-hold", "2d",
                                         "--kill-after", "1s", "j", "c"});
   std::vector<DurationField> fields = duration_fields(o);
   EXPECT_EQ(floors(fields), (Floors{{"--ttl", Floor::above_zero},
@@ -309,6 +310,94 @@ TEST(RunOptions, LeaseTermsAreLeftToTheServer) {
   ASSERT_EQ(fields.size(), 5u);
   fields[1].value->millis = Millis(-1000);
   EXPECT_EQ(check_durations(fields), std::nullopt);
+}
+
+// --max-hold ends the lease as the ttl would: the same rule.
+TEST(RunOptions, MaxHoldMustLeaveRoomForTheKeeper) {
+  struct Case {
+    Args args;
+    std::string message;
+  };
+  const std::string rule = "must be more than 3 x (kill-after + 250ms), here ";
+  const Case cases[] = {
+      {{"--max-hold", "3s", "--kill-after", "1s"},
+       "--max-hold 3s leaves no room for --kill-after 1s: the max-hold " +
+           rule + "3.750 s"},
+      {{"--max-hold", "3s750ms", "--kill-after", "1s"},
+       "--max-hold 3s750ms leaves no room for --kill-after 1s: the max-hold " +
+           rule + "3.750 s"},
+      // kill-after's default, from the default ttl of 30s: 3s.
+      {{"--max-hold", "9s"},
+       "--max-hold 9s leaves no room for --kill-after (default 3.000 s, a "
+       "tenth of the ttl): the max-hold " +
+           rule + "9.750 s"},
+      // Zero and below are below the rule too (the server refuses
+      // negatives).
+      {{"--max-hold", "0s", "--kill-after", "0s"},
+       "--max-hold 0s leaves no room for --kill-after 0s: the max-hold " +
+           rule + "0.750 s"},
+      // The ttl's rule is told first.
+      {{"--ttl", "1s", "--max-hold", "1s", "--kill-after", "1s"},
+       "--ttl 1s leaves no room for --kill-after 1s: the ttl " + rule +
+           "3.750 s"},
+  };
+  for (const Case& c : cases) {
+    Args args = {"run"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    args.insert(args.end(), {"j", "x"});
+    EXPECT_EQ(usage_error(args).message, c.message);
+  }
+  RunOptions o = parsed_as<RunOptions>(
+      {"run", "--max-hold", "3s751ms", "--kill-after", "1s", "j", "x"});
+  ASSERT_TRUE(o.lease.max_hold.has_value());
+  EXPECT_EQ(o.lease.max_hold->millis, Millis(3751));
+}
+
+TEST(RunOptions, MaxHoldTheServerReadIsCheckedThen) {
+  RunOptions o = parsed_as<RunOptions>(
+      {"run", "--max-hold", "3 seconds", "--kill-after", "1s", "j", "x"});
+  EXPECT_EQ(check_kill_after(o), std::nullopt);  // not read yet
+  o.lease.max_hold->millis = Millis(3000);       // what the server answers
+  EXPECT_EQ(check_kill_after(o),
+            "--max-hold 3 seconds leaves no room for --kill-after 1s: the "
+            "max-hold must be more than 3 x (kill-after + 250ms), here "
+            "3.750 s");
+  o.lease.max_hold->millis = Millis(60000);
+  EXPECT_EQ(check_kill_after(o), std::nullopt);
+}
+
+// Every duration is at most 100 years either way: beyond, the server would
+// fail on the interval dlock sends it.
+TEST(RunOptions, DurationsAreAtMost100Years) {
+  EXPECT_EQ(
+      usage_error({"run", "--ttl", "9223372036854775807ms", "j", "x"}).message,
+      "--ttl must be at most 100 years (got '9223372036854775807ms')");
+  EXPECT_EQ(usage_error({"run", "--wait", "36525d1ms", "j", "x"}).message,
+            "--wait must be at most 100 years (got '36525d1ms')");
+  EXPECT_EQ(parsed_as<RunOptions>({"run", "--wait", "36525d", "j", "x"})
+                .lease.wait->millis,
+            kLongestDuration);
+  EXPECT_EQ(
+      usage_error({"acquire", "--ttl", "1m", "--min-hold", "99999999d", "x"})
+          .message,
+      "--min-hold must be at most 100 years (got '99999999d')");
+  EXPECT_EQ(usage_error({"renew", "x", "1", "--ttl", "36526d"}).message,
+            "--ttl must be at most 100 years (got '36526d')");
+
+  // Durations the server read: '100 years' is the most.
+  RunOptions o = parsed_as<RunOptions>(
+      {"run", "--ttl", "100 years", "--lock-delay", "x", "j", "c"});
+  std::vector<DurationField> fields = duration_fields(o);
+  ASSERT_EQ(fields.size(), 2u);
+  fields[0].value->millis = Millis(3155760000000);  // 100 * 365.25 days
+  fields[1].value->millis = -Millis(3155760000000);
+  EXPECT_EQ(check_durations(fields), std::nullopt);
+  fields[1].value->millis = -Millis(3155760000001);
+  EXPECT_EQ(check_durations(fields),
+            "--lock-delay must be at least -100 years (got 'x')");
+  fields[0].value->millis = Millis(3155760000001);
+  EXPECT_EQ(check_durations(fields),
+            "--ttl must be at most 100 years (got '100 years')");
 }
 
 // ----------------------------------------------------------- dlock acquire
@@ -324,6 +413,11 @@ TEST(AcquireOptions, NameAndTtl) {
   EXPECT_EQ(o.lease.conflict_exit_code, 3);
   EXPECT_EQ(o.lease.verbosity, Verbosity::quiet);
   EXPECT_EQ(o.lease.owner, std::nullopt);
+  // No keeper here: --max-hold is the server's to check.
+  EXPECT_EQ(parsed_as<AcquireOptions>(
+                {"acquire", "--ttl", "1m", "--max-hold", "1s", "x"})
+                .lease.max_hold->millis,
+            Millis(1000));
 }
 
 TEST(AcquireOptions, UsageErrors) {
@@ -389,6 +483,21 @@ TEST(ReleaseOptions, NameAndToken) {
   EXPECT_EQ(usage_error({"release", "job", ""}).message, "invalid token ''");
 }
 
+// One option set for every subcommand: renew and release accept run's and
+// acquire's flags, and ignore them.
+TEST(RenewAndReleaseOptions, AcceptQuietVerboseAndPooler) {
+  RenewOptions r = parsed_as<RenewOptions>(
+      {"renew", "--quiet", "job", "--pooler", "7", "--verbose"});
+  EXPECT_EQ(r.name, "job");
+  EXPECT_EQ(r.token, 7);
+  ReleaseOptions l = parsed_as<ReleaseOptions>(
+      {"release", "--pooler", "--quiet", "--verbose", "job", "8"});
+  EXPECT_EQ(l.name, "job");
+  EXPECT_EQ(l.token, 8);
+  EXPECT_EQ(usage_error({"release", "--quiet=yes", "job", "8"}).message,
+            "option '--quiet' doesn't allow an argument");
+}
+
 // ------------------------------------------------------------ dlock status
 
 TEST(StatusOptions, Names) {
@@ -397,6 +506,11 @@ TEST(StatusOptions, Names) {
       parsed_as<StatusOptions>({"status", "a", "--conn", "c", "b"});
   EXPECT_EQ(o.names, (Args{"a", "b"}));
   EXPECT_EQ(o.conninfo, "c");
+  // run's and acquire's flags, accepted and ignored.
+  EXPECT_EQ(parsed_as<StatusOptions>(
+                {"status", "--pooler", "a", "--quiet", "--verbose"})
+                .names,
+            Args{"a"});
 }
 
 // ------------------------------------------------------------ dlock itself

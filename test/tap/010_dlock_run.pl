@@ -6,7 +6,16 @@
 #    run; with --wait, the lease comes right after the holder's release,
 #    with the next token;
 #  - SIGINT, SIGTERM and SIGHUP to dlock reach COMMAND, and the lease
-#    stays held until COMMAND has ended.
+#    stays held until COMMAND has ended;
+#  - what COMMAND leaves in its process group gets SIGTERM once COMMAND
+#    has exited, and the lease is released only after it has ended;
+#  - dlock acquire from a script: each call an owner of its own, so a
+#    second acquire from the same shell finds the lease busy; renew and
+#    release by NAME and TOKEN from any process, the owner checked only
+#    with --owner, and from within dlock run's COMMAND;
+#  - dlock status: control characters in a name escaped, a NAME not found
+#    told on stderr, exit 1;
+#  - a database without dlock: the error says to CREATE EXTENSION.
 # dlock is the one on the PATH (scripts/test.sh installs it).
 use strict;
 use warnings;
@@ -117,6 +126,106 @@ record_env; linger; exit 3});
 	is(lease($name), "$env->{token}|$env->{owner}|released", 'and only then releases');
 	is(run_stderr($r), '', 'nothing on stderr');
 }
+
+# ------------------------------------------------ COMMAND's leftovers
+
+# COMMAND exits 0 at once, leaving a process in its group that marks
+# SIGTERM and lingers.
+$r = run('leftover', [ '--ttl', '30s' ], q{
+(trap 'mark term; exit 0' TERM; mark started; linger) &
+until [ -e "$DIR/started" ]; do sleep 0.01; done
+record_env; exit 0});
+is(run_exit_code($r), 0, 'COMMAND leaving a process behind: its status');
+$env = read_env($r);
+is(lease('leftover'), "$env->{token}|$env->{owner}|released", 'the lease is released');
+my $released_at = $node->safe_psql('postgres',
+	"SELECT extract(epoch FROM released_at) FROM dlock.leases WHERE name = 'leftover'");
+my $term = marker($r, 'term');
+ok(defined $term, 'what it left behind got SIGTERM');
+cmp_ok($released_at, '>', $term // 'inf', 'before the release');
+
+# ------------------------------------------------ acquire, renew, release
+
+# bash -c SCRIPT with the PG* variables: what it printed on stdout and on
+# stderr, each without its last newline.
+sub shell
+{
+	my ($script) = @_;
+	local @ENV{ keys %pg_env } = values %pg_env;
+	return run_command([ 'bash', '-c', $script ]);
+}
+
+# The lease $name as "token|state|renew_count".
+sub lease_renewals
+{
+	my ($name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT token || '|' || state || '|' || renew_count FROM dlock.leases WHERE name = '$name'");
+}
+
+my ($out, $err) = shell(q{
+dlock acquire --ttl 1m twice; echo "exit $?"
+dlock acquire --ttl 1m twice; echo "exit $?"});
+my ($token) = split /\|/, lease('twice');
+is($out, "$token\nexit 0\nexit 75", 'two acquires from one shell: the second finds the lease busy');
+is($err, 'dlock: lease twice is busy', 'and says so');
+
+($out, $err) = shell(qq{dlock renew twice $token >/dev/null; echo "exit \$?"});
+is("$out|$err", 'exit 0|', 'renew from another process, without --owner');
+is(lease_renewals('twice'), "$token|held|1", 'renewed');
+($out, $err) = shell(qq{dlock renew --owner someone-else twice $token; echo "exit \$?"});
+is($out, 'exit 1', 'renew with another --owner: exit 1');
+like($err, qr/^dlock: LD002: lease "twice" is not held with token $token by owner "someone-else"/,
+	'LD002: the server checked the owner');
+($out, $err) = shell(qq{dlock release --owner someone-else twice $token; echo "exit \$?"});
+is("$out|$err", "exit 1|dlock: lease twice is not held with token $token by owner someone-else",
+	'release with another --owner: exit 1');
+is(lease_renewals('twice'), "$token|held|1", 'the lease is still held');
+($out, $err) = shell(qq{dlock release twice $token; echo "exit \$?"});
+is("$out|$err", 'exit 0|', 'release from another process, without --owner');
+is(lease_renewals('twice'), "$token|released|1", 'released');
+($out, $err) = shell(qq{dlock release twice $token; echo "exit \$?"});
+is("$out|$err", "exit 1|dlock: lease twice is not held with token $token",
+	'released again: exit 1');
+
+# COMMAND renews and releases dlock run's own grant by its name and token.
+$r = run('inner', [ '--ttl', '30s' ], q{
+record_env
+dlock renew "$DLOCK_NAME" "$DLOCK_TOKEN" >/dev/null || exit 1
+dlock release "$DLOCK_NAME" "$DLOCK_TOKEN" || exit 2});
+is(run_exit_code($r), 0, 'COMMAND renews and releases with DLOCK_NAME and DLOCK_TOKEN');
+$env = read_env($r);
+is(lease('inner'), "$env->{token}|$env->{owner}|released", 'the grant dlock run held');
+is( run_stderr($r),
+	"dlock: warning: lease inner (token $env->{token}) was no longer held when COMMAND ended\n",
+	'dlock run then finds it released');
+
+# ------------------------------------------------ dlock status
+
+$node->safe_psql('postgres',
+	q{SELECT dlock.try_acquire(E'odd\nheld  me  1', '1 min', owner => 'me')});
+($out, $err) = shell(q{
+dlock status "$(printf 'odd\nheld  me  1')" twice nosuch twice nosuch; echo "exit $?"});
+my $rows = qr/^name +state +owner +token +valid for +held for\n/
+  . qr/odd\\nheld  me  1  held +me +\d+ +\d+\.\d{3} +\d+\.\d{3}\n/
+  . qr/twice +released +\S+ +$token\nexit 1\z/;
+like( $out, qr/$rows/,
+	'dlock status: a line break in a name escaped, one row per lease');
+is($err, 'dlock: no lease nosuch', 'a NAME not found, told once on stderr');
+
+# ------------------------------------------------ a database without dlock
+
+$node->safe_psql('postgres', 'CREATE DATABASE plain');
+($out, $err) = shell(q{PGDATABASE=plain dlock acquire --ttl 1m x; echo "exit $?"});
+is("$out|$err",
+	'exit 1|dlock: 3F000: schema "dlock" does not exist'
+	  . ' (is dlock installed in this database? CREATE EXTENSION dlock)',
+	'acquire in a database without dlock: the hint');
+$node->safe_psql('plain', 'CREATE SCHEMA dlock');
+($out, $err) = shell(q{PGDATABASE=plain dlock renew x 1; echo "exit $?"});
+is($out, 'exit 1', 'renew without dlock\'s functions: exit 1');
+like($err, qr/^dlock: 42883: function dlock\.renew\(.*\) does not exist \(is dlock installed in this database, and up to date\? CREATE EXTENSION dlock, or ALTER EXTENSION dlock UPDATE\)\z/,
+	'the hint');
 
 $node->stop;
 done_testing();

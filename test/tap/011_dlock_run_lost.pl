@@ -7,7 +7,9 @@
 #  - a COMMAND that ignores SIGTERM dies by SIGKILL after --kill-after;
 #  - the server stopped, or PgBouncer stopped (SIGSTOP): at the keeper's
 #    local deadline, before the expiry the last renewal set;
-#  - dlock itself stopped (SIGSTOP) past the expiry: at once on SIGCONT.
+#  - dlock itself stopped (SIGSTOP) past the expiry: at once on SIGCONT;
+#  - dlock itself killed (SIGKILL): COMMAND dies with it, before the
+#    expiry, and the lease is left to expire.
 # Latencies are printed with note(); the assertions bound them loosely,
 # where promptness is the point (see CONTRIBUTING.md's Tests).
 use strict;
@@ -180,6 +182,24 @@ cmp_ok($term - $resumed_at, '<', 1, 'COMMAND got SIGTERM within 1 s');
 $l = lease('paused');
 is("$l->{token}|$l->{state}", "$env->{token}|expired",
 	'the grant, neither renewed nor released after the expiry');
+
+# ------------------------------------------------ dlock killed
+
+# COMMAND traps SIGTERM: only SIGKILL would end it at once.
+$r = start_run(name => 'killed', options => [ '--ttl', '6s', '--kill-after', '1s' ],
+	script => $holds, env => \%direct);
+$env = read_env($r);
+$l = lease('killed');
+my $killed_at = time;
+kill 'KILL', $r->{pid};
+is(run_exit_code($r), 128 + 9, 'dlock killed by SIGKILL');
+$dead = dead_at($env->{pid});
+ok(defined $dead, 'COMMAND died with dlock');
+note('dlock killed: COMMAND died ' . ms($dead - $killed_at) . ' after it, '
+	  . ms($l->{expires_at} - $dead) . ' before the expiry');
+cmp_ok($dead, '<', $l->{expires_at}, 'before the expiry');
+$l = lease('killed');
+is("$l->{token}|$l->{state}", "$env->{token}|held", 'the grant, not released: it will expire');
 
 # ------------------------------------------------ the server stopped
 
