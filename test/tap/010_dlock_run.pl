@@ -55,7 +55,8 @@ my $r = run('env', [ '--ttl', '30s' ], q{record_env; exit 7});
 is(run_exit_code($r), 7, 'dlock run exits with COMMAND\'s status');
 my $env = read_env($r);
 is($env->{name}, 'env', 'DLOCK_NAME');
-is($env->{owner}, hostname() . ":$r->{pid}", 'DLOCK_OWNER: host:pid of dlock');
+like($env->{owner}, qr/^\Q@{[hostname()]}:$r->{pid}:\E[0-9a-f]{8}$/,
+	'DLOCK_OWNER: host:pid:R of dlock, R eight random hex digits');
 is(lease('env'), "$env->{token}|$env->{owner}|released",
 	'DLOCK_TOKEN is the grant\'s token, released once COMMAND ended');
 is( $node->safe_psql('postgres', qq{
