@@ -5,7 +5,9 @@
 // never share an owner, so the second finds the lease busy. renew and
 // release name the grant by NAME and TOKEN; they pass --owner to the
 // server, which then checks it, or NULL, which it does not check.
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,14 +25,16 @@ namespace dlock::cli {
 
 namespace {
 
-// dlock.renew and dlock.release with the owner as given: NULL, not checked,
-// when --owner is not. (client::Leases always names an owner.)
-constexpr char kRenewSql[] =
-    "SELECT floor(extract(epoch FROM valid_for) * 1000)::pg_catalog.int8"
-    "  FROM dlock.renew($1, $2::pg_catalog.int8, $3::pg_catalog.interval,"
-    "                   owner => $4)";
-constexpr char kReleaseSql[] =
-    "SELECT dlock.release($1, $2::pg_catalog.int8, owner => $3)";
+// The grant renew and release name: its owner "" (not checked) unless
+// --owner gives one.
+client::Grant named_grant(const std::string& name, std::int64_t token,
+                          const std::optional<std::string>& owner) {
+  client::Grant g;
+  g.name = name;
+  g.token = token;
+  g.owner = owner.value_or("");
+  return g;
+}
 
 // A text[] literal: every element quoted, " and \ escaped.
 std::string text_array(const std::vector<std::string>& items) {
@@ -80,10 +84,11 @@ int renew_command(RenewOptions& o) {
     if (auto error = read_durations(conn, duration_fields(o))) {
       return report_usage_error("renew", *error);
     }
-    pgc::Param ttl;
-    if (o.ttl) ttl = client::interval_text(o.ttl->millis.value());
-    pgc::Result r = conn.exec(kRenewSql, o.name, o.token, ttl, o.owner);
-    std::printf("%s\n", seconds_text(Millis(r.int64(0, 0))).c_str());
+    std::optional<Millis> ttl;
+    if (o.ttl) ttl = o.ttl->millis.value();
+    client::Grant renewed = client::Leases(conn).renew(
+        named_grant(o.name, o.token, o.owner), ttl);
+    std::printf("%s\n", seconds_text(renewed.valid_for).c_str());
     return 0;
   });
 }
@@ -91,7 +96,7 @@ int renew_command(RenewOptions& o) {
 int release_command(ReleaseOptions& o) {
   return guarded(kExitFailed, [&] {
     pgc::Connection conn(o.conninfo);
-    if (conn.exec(kReleaseSql, o.name, o.token, o.owner).boolean(0, 0)) {
+    if (client::Leases(conn).release(named_grant(o.name, o.token, o.owner))) {
       return 0;
     }
     say("lease " + o.name + " is not held with token " +

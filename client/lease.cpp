@@ -31,6 +31,12 @@ std::optional<std::string> interval_param(const std::optional<Millis>& d) {
   return interval_text(*d);
 }
 
+// The owner a renewal or release sends: NULL when the grant names none.
+pgc::Param owner_param(const Grant& grant) {
+  if (grant.owner.empty()) return std::nullopt;
+  return grant.owner;
+}
+
 // Runs a lease function; its errors come out as lease_errors.h types.
 template <typename... Args>
 pgc::Result call(pgc::Connection& conn, const std::string& sql,
@@ -63,7 +69,7 @@ Statement renew_statement(const Grant& grant, std::optional<Millis> ttl) {
   return {std::string(kGrantColumns) +
               "dlock.renew($1, $2::bigint, $3::interval, owner => $4)",
           {grant.name, std::to_string(grant.token), interval_param(ttl),
-           grant.owner}};
+           owner_param(grant)}};
 }
 
 std::string default_owner() {
@@ -145,7 +151,7 @@ Grant Leases::renew(const Grant& grant, std::optional<Millis> ttl) {
 
 bool Leases::release(const Grant& grant) {
   return call(conn_, "SELECT dlock.release($1, $2::bigint, owner => $3)",
-              grant.name, grant.token, grant.owner)
+              grant.name, grant.token, owner_param(grant))
       .boolean(0, 0);
 }
 

@@ -3,7 +3,7 @@
 // own transaction, so a grant is committed when the call returns).
 //
 // Owners are always explicit: the caller's name for itself (default_owner()
-// gives host:pid). A session's default owner would be wrong behind a
+// gives host:pid:R). A session's default owner would be wrong behind a
 // transaction pooler, where many clients share one server session.
 #pragma once
 
@@ -22,6 +22,8 @@ namespace dlock::client {
 struct Grant {
   std::string name;
   std::int64_t token = 0;
+  // renew() and release() send it for the server to check; "" (never a
+  // valid owner) sends NULL: the token alone names the grant.
   std::string owner;
   std::string acquired_at;  // the server's timestamptz text
   std::string expires_at;   // the server's timestamptz text
