@@ -73,3 +73,55 @@ SELECT bt_index_check(index, heapallindexed => true)
 DROP INDEX dlock.lease_store_owner_unique, dlock.lease_store_held,
            dlock.lease_store_owner_lower;
 DROP EXTENSION amcheck;
+
+-- Rows are compact: a renew_count and lock_delay of 0, and unset terms,
+-- are NULLs, which take no room (the views show 0).
+CREATE ROLE regress_rows;
+SET ROLE regress_rows;
+SELECT count(*) AS granted
+  FROM dlock.try_acquire('names-1000000-123456', '30 s', 'client-0');
+RESET ROLE;
+SELECT renew_count, lock_delay, max_hold, min_hold, forced_by, force_reason
+  FROM dlock.lease_store WHERE name = 'names-1000000-123456';
+SELECT renew_count, lock_delay FROM dlock.leases WHERE name = 'names-1000000-123456';
+SELECT pg_column_size(s.*) AS row_bytes
+  FROM dlock.lease_store AS s WHERE name = 'names-1000000-123456';
+SELECT count(*) AS ended FROM dlock.force_release('names-1000000-123456', 'test over');
+DROP ROLE regress_rows;
+
+-- As services use leases, each grant and release in a transaction of its
+-- own: 100 leases taken and released 20 times each. Their rows are
+-- updated heap-only and old versions pruned, so they stay on the pages
+-- their first grants filled.
+CREATE TEMP TABLE hot_cycles (updated bigint, heap_only bigint, new_pages bigint);
+DO $$
+DECLARE
+  store oid := 'dlock.lease_store'::regclass;
+  pages_before bigint := pg_relation_size(store) / current_setting('block_size')::int;
+  updated bigint := 0;
+  heap_only bigint := 0;
+  u bigint;
+  h bigint;
+  t bigint;
+BEGIN
+  FOR round IN 1..20 LOOP
+    FOR i IN 1..100 LOOP
+      FOR step IN 1..2 LOOP
+        u := pg_stat_get_xact_tuples_updated(store);
+        h := pg_stat_get_xact_tuples_hot_updated(store);
+        IF step = 1 THEN
+          t := (dlock.try_acquire('hot-' || i, '1 min', 'hot')).token;
+        ELSE
+          PERFORM dlock.release('hot-' || i, t);
+        END IF;
+        updated := updated + pg_stat_get_xact_tuples_updated(store) - u;
+        heap_only := heap_only + pg_stat_get_xact_tuples_hot_updated(store) - h;
+        COMMIT;
+      END LOOP;
+    END LOOP;
+  END LOOP;
+  INSERT INTO hot_cycles
+  VALUES (updated, heap_only,
+          pg_relation_size(store) / current_setting('block_size')::int - pages_before);
+END $$;
+SELECT * FROM hot_cycles;

@@ -60,7 +60,7 @@ BEGIN
     RETURN (SELECT extversion FROM pg_extension WHERE extname = 'dlock');
 END $$;
 SELECT v AS from_version, regress.update_from(v) AS updated_to
-  FROM unnest(ARRAY['0.1.0', '0.2.0', '0.3.0', '0.4.0']) AS v;
+  FROM unnest(ARRAY['0.1.0', '0.2.0', '0.3.0', '0.4.0', '0.5.0']) AS v;
 
 DROP EXTENSION dlock;
 -- Nothing is left behind: no schema, no object, no trigger function.
@@ -95,6 +95,26 @@ SELECT code, hint FROM regress.error_of($$SELECT dlock.release_all('w')$$);
 SELECT code, hint FROM regress.error_of('SELECT dlock.sweep()');
 ALTER EXTENSION dlock UPDATE;
 SELECT dlock.sweep('0 s') AS swept;
+-- 0.5.0 has every column, but lock_delay still NOT NULL.
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock VERSION '0.5.0';
+SELECT code, hint FROM regress.error_of($$SELECT dlock.try_acquire('old-objects', '1 min', 'w')$$);
+SELECT code, hint FROM regress.error_of('SELECT dlock.sweep()');
+-- Rows written before 0.6.0 hold zeros where 0.6.0 writes NULLs: both
+-- read as 0, and the row's next grant stores NULLs.
+INSERT INTO dlock.lease_store (name, token, acquired_at, expires_at, ttl, acquired_by,
+                               owner, renew_count, lock_delay)
+VALUES ('from-0.5.0', nextval('dlock.token_seq'), clock_timestamp(),
+        clock_timestamp() + interval '1 min', '1 min', current_user, 'w', 0, '0');
+ALTER EXTENSION dlock UPDATE;
+SELECT state, renew_count, lock_delay FROM dlock.leases WHERE name = 'from-0.5.0';
+SELECT valid_for > '50 s' AS renewed
+  FROM dlock.renew('from-0.5.0', (SELECT token FROM dlock.leases WHERE name = 'from-0.5.0'));
+SELECT state, renew_count, lock_delay FROM dlock.leases WHERE name = 'from-0.5.0';
+SELECT dlock.release('from-0.5.0', token) AS released FROM dlock.leases WHERE name = 'from-0.5.0';
+SELECT count(*) AS granted FROM dlock.try_acquire('from-0.5.0', '1 min', 'w');
+SELECT renew_count, lock_delay FROM dlock.lease_store WHERE name = 'from-0.5.0';
+SELECT state, renew_count, lock_delay FROM dlock.leases WHERE name = 'from-0.5.0';
 
 -- An update that replaces a function's signature (dlock.replace_function)
 -- carries over what users granted and revoked on the old one, and the new

@@ -37,6 +37,11 @@ enum LeaseColumn : AttrNumber {
   " released_at, renew_count, lock_delay, max_hold, backend_pid,"  \
   " backend_start, forced_by, force_reason, min_hold"
 
+// Whether dlock.lease_store is this library's version (0.6.0: every
+// column, and lock_delay nullable); it stands for all of dlock's SQL
+// objects, which versions only ever update together.
+bool lease_store_is_current(TupleDesc desc);
+
 // A lease row as last committed (or as written earlier by this
 // transaction). Strings and the interval are palloc'd.
 struct StoredLease {
@@ -88,9 +93,9 @@ struct GrantTerms {
   TimestampTz now;
   TimestampTz expires_at;
   Interval* ttl;
-  Interval* lock_delay;
-  Interval* max_hold;  // NULL: none
-  Interval* min_hold;  // NULL: none
+  Interval* lock_delay;  // NULL: none
+  Interval* max_hold;    // NULL: none
+  Interval* min_hold;    // NULL: none
 };
 DLOCK_PLAIN_STRUCT(GrantTerms);
 

@@ -1,6 +1,7 @@
 #include "relations.h"
 
 #include "boundary.h"
+#include "lease_row.h"
 
 namespace dlock::pg {
 
@@ -11,7 +12,7 @@ const char* const kRelationNames[kRelationCount] = {
     "lease_store", "lease_store_pkey", "token_seq", "token_epoch"};
 Oid relation_oids[kRelationCount];
 uint64 generation = 1;
-uint64 lease_state_checked = 0;  // the generation it was found in
+uint64 objects_checked = 0;  // the generation they were found current in
 bool callbacks_registered = false;
 
 void forget_relations() {
@@ -55,16 +56,13 @@ Oid dlock_relation(DlockRelation which) {
 uint64 relations_generation() { return generation; }
 
 void require_current_sql_objects() {
-  (void)dlock_relation(DlockRelation::lease_store);  // registers callbacks
-  if (lease_state_checked == generation) return;
-  Oid types[5] = {TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID, TIMESTAMPTZOID,
-                  TIMESTAMPTZOID};
-  List* name = list_make2(makeString(pstrdup("dlock")),
-                          makeString(pstrdup("lease_state")));
-  if (!OidIsValid(LookupFuncName(name, 5, types, true))) {
-    raise_sql_objects_outdated();
-  }
-  lease_state_checked = generation;
+  Oid relid = dlock_relation(DlockRelation::lease_store);  // registers callbacks
+  if (objects_checked == generation) return;
+  Relation rel = table_open(relid, AccessShareLock);
+  bool current = lease_store_is_current(RelationGetDescr(rel));
+  table_close(rel, AccessShareLock);
+  if (!current) raise_sql_objects_outdated();
+  objects_checked = generation;
 }
 
 void raise_sql_objects_outdated() {

@@ -17,9 +17,8 @@ enum class DlockRelation {
 // The relation's OID; raises an error if dlock's schema lacks it.
 Oid dlock_relation(DlockRelation which);
 
-// 55000 unless the SQL objects are this library's (0.5.0: the
-// five-argument dlock.lease_state stands for them), for the statements
-// that run SQL on them.
+// 55000 unless the SQL objects are this library's (see
+// lease_store_is_current()), for the statements that run SQL on them.
 void require_current_sql_objects();
 
 // 55000 for SQL objects older than this library: a new build was
