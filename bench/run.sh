@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dlock benchmark: lease cycles and contended attempts of dlock against a
+# dlock benchmark: lease cycles, contended attempts and waiting clients of dlock against a
 # hand-written SQL lease table and session-level advisory locks, measured in
 # one run on one durable throwaway cluster, variants interleaved round-robin.
 #
@@ -18,7 +18,7 @@ RUN_SECONDS=${BENCH_SECONDS:-3}
 WARMUP_SECONDS=1
 VARIANTS=(dlock table advisory)
 # workload:clients
-CONFIGS=(cycle:1 cycle:4 cycle:16 contended:16)
+CONFIGS=(cycle:1 cycle:4 cycle:16 contended:16 waiting:16)
 
 die() {
   printf 'bench: %s\n' "$*" >&2
@@ -43,7 +43,7 @@ psql -X -q -v ON_ERROR_STOP=1 -f "$BENCH_DIR/setup.sql"
 # attempt is a try_acquire / claim INSERT / try-lock, a grant is the release
 # that only a won attempt runs.
 count_statements() {
-  sql "SELECT coalesce(sum(calls) FILTER (WHERE query ~ 'try_acquire|INSERT INTO bench\\.lease|pg_try_advisory_lock'), 0)
+  sql "SELECT coalesce(sum(calls) FILTER (WHERE query ~ 'dlock\\.(try_)?acquire|INSERT INTO bench\\.lease|pg_(try_)?advisory_lock'), 0)
                 || ' ' ||
               coalesce(sum(calls) FILTER (WHERE query ~ 'dlock\\.release|UPDATE bench\\.lease|pg_advisory_unlock'), 0)
          FROM pg_stat_statements
@@ -59,6 +59,8 @@ RUN_TAG=0
 run_pgbench() {
   local variant=$1 workload=$2 clients=$3 secs=$4 prefix=$5
   local script="$BENCH_DIR/${variant}_${workload}.sql"
+  # A table cannot wait for a row: its clients keep trying instead.
+  [ "$variant.$workload" = table.waiting ] && script="$BENCH_DIR/table_contended.sql"
   local jobs=$((clients < 2 ? clients : 2))
   local out="$WORK/pgbench.out" rc=0
   RUN_TAG=$((RUN_TAG + 1))
@@ -87,8 +89,11 @@ run_pgbench() {
   if [ "$grants" = 0 ]; then
     die "no attempt was ever granted: $variant $workload, $clients clients"
   fi
-  if [ "$workload" = cycle ] && [ $((attempts - grants)) -gt "$clients" ]; then
-    die "uncontended cycles missed grants ($attempts attempts, $grants grants): $variant, $clients clients"
+  if [ "$workload" = cycle ] || [ "$variant.$workload" = dlock.waiting ] ||
+    [ "$variant.$workload" = advisory.waiting ]; then
+    if [ $((attempts - grants)) -gt "$clients" ]; then
+      die "$workload: attempts missed grants ($attempts attempts, $grants grants): $variant, $clients clients"
+    fi
   fi
   RESULT="$tps $processed $attempts $grants"
 }
@@ -127,10 +132,11 @@ elapsed=$(($(date +%s) - started))
 # Median of the rounds' rates, and latency percentiles (nearest rank) over
 # every logged transaction of every round; pgbench's log has the latency in
 # microseconds in its third column. Sets SUMMARY[variant.workload:clients]
-# to "rate min max grants_per_s p50_ms p99_ms ratio", where ratio is the
-# median over the rounds of rate / the table's rate in the same round: the
-# two ran seconds apart, so the ratio is steadier than the rates when the
-# machine's disk or CPU speed drifts.
+# to "rate min max grants_per_s p50_ms p99_ms ratio grant_ratio", where
+# ratio is the median over the rounds of rate / the table's rate in the
+# same round (the two ran seconds apart, so the ratio is steadier than the
+# rates when the machine's disk or CPU speed drifts), and grant_ratio the
+# same for grants/s.
 declare -A SUMMARY
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 percentile() {
@@ -147,18 +153,20 @@ for config in "${CONFIGS[@]}"; do
     rates=$(runs_of "$variant" "$workload" "$clients" | awk '{ print $5 }' | sort -g)
     grant_rates=$(runs_of "$variant" "$workload" "$clients" |
       awk '{ printf "%.3f\n", $5 * $8 / $6 }')
+    # per round: "rate_ratio grant_ratio"
     ratios=$(for round in $(seq 1 "$ROUNDS"); do
       awk -v v="$variant" -v w="$workload" -v c="$clients" -v r="$round" '
-        $2 == w && $3 == c && $4 == r && $1 == v { a = $5 }
-        $2 == w && $3 == c && $4 == r && $1 == "table" { b = $5 }
-        END { printf "%.4f\n", a / b }' "$RUNS"
+        $2 == w && $3 == c && $4 == r && $1 == v { a = $5; ag = $5 * $8 / $6 }
+        $2 == w && $3 == c && $4 == r && $1 == "table" { b = $5; bg = $5 * $8 / $6 }
+        END { printf "%.4f %.4f\n", a / b, ag / bg }' "$RUNS"
     done)
     lat="$WORK/latency.txt"
     cat "$WORK/logs/$variant.$workload.$clients".r*.* | awk '{ print $3 }' |
       sort -n >"$lat"
     SUMMARY[$variant.$config]="$(median <<<"$rates") $(head -n 1 <<<"$rates") \
 $(tail -n 1 <<<"$rates") $(median <<<"$grant_rates") \
-$(percentile 0.50 "$lat") $(percentile 0.99 "$lat") $(median <<<"$ratios")"
+$(percentile 0.50 "$lat") $(percentile 0.99 "$lat") $(cut -d' ' -f1 <<<"$ratios" | median) \
+$(cut -d' ' -f2 <<<"$ratios" | median)"
   done
 done
 
@@ -171,28 +179,31 @@ REPORT="$WORK/report.txt"
   echo "cycle     = acquire + release of the client's own lease (uncontended), rate in cycles/s"
   echo "contended = all clients try one lease; one attempt per transaction, a winner releases at once;"
   echo "            rate in attempts/s, grants/s = attempts that won"
+  echo "waiting   = all clients wait for one lease (dlock.acquire, pg_advisory_lock) and release it at"
+  echo "            once; the table cannot wait, so its clients keep trying as in contended"
   echo "rate: median of the rounds (min..max); latency per pgbench transaction over all rounds;"
   echo "x table: rate / the hand-written table's rate at the same workload and clients, in the"
-  echo "         same round (they ran seconds apart); median over the rounds"
+  echo "         same round (they ran seconds apart); median over the rounds; grants x table: the"
+  echo "         same for grants/s"
   echo
-  printf '%-9s %-10s %7s %11s %21s %10s %8s %8s %8s\n' \
-    variant workload clients rate/s "(min..max)" grants/s "p50 ms" "p99 ms" "x table"
+  printf '%-9s %-10s %7s %11s %21s %10s %8s %8s %8s %9s\n' \
+    variant workload clients rate/s "(min..max)" grants/s "p50 ms" "p99 ms" "x table" "grants x"
   for config in "${CONFIGS[@]}"; do
     workload=${config%%:*} clients=${config##*:}
     for variant in "${VARIANTS[@]}"; do
-      read -r median min max grants p50 p99 ratio <<<"${SUMMARY[$variant.$config]}"
-      ratio=$(printf '%.2fx' "$ratio")
-      if [ "$workload" = cycle ]; then grants=-; else grants=$(printf '%.0f' "$grants"); fi
-      printf '%-9s %-10s %7s %11.0f %21s %10s %8.3f %8.3f %8s\n' \
+      read -r median min max grants p50 p99 ratio grant_ratio <<<"${SUMMARY[$variant.$config]}"
+      ratio=$(printf '%.2fx' "$ratio") grant_ratio=$(printf '%.2fx' "$grant_ratio")
+      if [ "$workload" = cycle ]; then grants=- grant_ratio=-; else grants=$(printf '%.0f' "$grants"); fi
+      printf '%-9s %-10s %7s %11.0f %21s %10s %8.3f %8.3f %8s %9s\n' \
         "$variant" "$workload" "$clients" "$median" \
-        "($(printf '%.0f..%.0f' "$min" "$max"))" "$grants" "$p50" "$p99" "$ratio"
+        "($(printf '%.0f..%.0f' "$min" "$max"))" "$grants" "$p50" "$p99" "$ratio" "$grant_ratio"
     done
   done
   echo
   echo "targets (dlock against the hand-written table, durable commits)"
-  target() {
-    local label=$1 config=$2 want=$3 got
-    read -r _ _ _ _ _ _ got <<<"${SUMMARY[dlock.$config]}"
+  target() { # LABEL CONFIG WANT [FIELD: 7 rate ratio (default), 8 grants ratio]
+    local label=$1 config=$2 want=$3 field=${4:-7} got
+    got=$(cut -d' ' -f"$field" <<<"${SUMMARY[dlock.$config]}")
     got=$(printf '%.2f' "$got")
     if awk -v g="$got" -v w="$want" 'BEGIN { exit !(g >= w) }'; then
       printf '  %-44s >= %4.1fx   got %6.2fx   MET\n' "$label" "$want" "$got"
@@ -200,9 +211,12 @@ REPORT="$WORK/report.txt"
       printf '  %-44s >= %4.1fx   got %6.2fx   MISSED\n' "$label" "$want" "$got"
     fi
   }
-  target "uncontended cycles/s, 1 client" cycle:1 1.5
-  target "uncontended cycles/s, 16 clients" cycle:16 1.2
+  target "uncontended cycles/s, 1 client" cycle:1 1.6
+  target "uncontended cycles/s, 4 clients" cycle:4 2.5
+  target "uncontended cycles/s, 16 clients" cycle:16 2.5
   target "contended attempts/s, 16 clients, one lease" contended:16 10
+  target "contended grants/s, 16 clients, one lease" contended:16 3 8
+  target "waiting grants/s, 16 clients, one lease" waiting:16 6.6 8
   echo
   echo "per run: variant workload clients round tps transactions attempts grants"
   sed 's/^/  /' "$RUNS"
