@@ -74,6 +74,19 @@ DROP INDEX dlock.lease_store_owner_unique, dlock.lease_store_held,
            dlock.lease_store_owner_lower;
 DROP EXTENSION amcheck;
 
+-- A busy answer writes nothing: no transaction ID (so no WAL, no commit
+-- to flush), no row lock and no gate held, however often it is asked.
+SELECT count(*) AS granted FROM dlock.try_acquire('busy-reads', '1 min', 'holder');
+BEGIN;
+SELECT count(*) AS busy_nulls
+  FROM generate_series(1, 3) AS i
+ WHERE dlock.try_acquire('busy-reads', '1 min', 'other-' || i) IS NULL;
+SELECT pg_current_xact_id_if_assigned() IS NULL AS no_xid,
+       (SELECT count(*) FROM pg_locks
+         WHERE pid = pg_backend_pid() AND locktype IN ('advisory', 'tuple', 'transactionid'))
+           AS locks_held;
+COMMIT;
+
 -- Rows are compact: a renew_count and lock_delay of 0, and unset terms,
 -- are NULLs, which take no room (the views show 0).
 CREATE ROLE regress_rows;
