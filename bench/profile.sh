@@ -24,7 +24,7 @@ FSYNC=${PROFILE_FSYNC:-on}
 VARIANTS=("$@")
 [ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(dlock table)
 
-ensure_packages
+ensure_packages linux-perf procps
 build_and_install
 # PROFILE_SETTINGS: more postgresql.conf lines, separated by ';'.
 IFS=';' read -r -a SETTINGS <<<"${PROFILE_SETTINGS:-}"
@@ -57,6 +57,8 @@ sample_waits() {
   done
 }
 
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print a / b }'; }
+
 mkdir -p "$BENCH_DIR/results"
 TICK=$(getconf CLK_TCK)
 report_header "dlock profile: $CLIENTS clients, ${SECONDS_PER_RUN}s, fsync=$FSYNC"
@@ -86,12 +88,12 @@ for variant in "${VARIANTS[@]}"; do
   read -r user1 sys1 <<<"$(server_ticks)"
   cycles=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
   read -r syncs walbytes <<<"$(sql "SELECT wal_sync || ' ' || wal_bytes FROM pg_stat_wal" | tr '|' ' ')"
-  per_cycle() { bc -l <<<"($1) * 1000000 / $TICK / $cycles"; }
   printf '%-6s %8d cycles %6.0f/s  server CPU us/cycle %5.1f user %5.1f system  WAL flushes %5.3f/cycle  WAL %4.0f bytes/cycle  context switches %4.1f/cycle\n' \
-    "$variant" "$cycles" "$(bc -l <<<"$cycles / $SECONDS_PER_RUN")" \
-    "$(per_cycle "$user1 - $user0")" "$(per_cycle "$sys1 - $sys0")" \
-    "$(bc -l <<<"$syncs / $cycles")" "$(bc -l <<<"$walbytes / $cycles")" \
-    "$(bc -l <<<"$(awk -F, '/context-switches/ { print $1 }' "$WORK/switches.$variant") / $cycles")"
+    "$variant" "$cycles" "$(ratio "$cycles" "$SECONDS_PER_RUN")" \
+    "$(ratio $(((user1 - user0) * 1000000 / TICK)) "$cycles")" \
+    "$(ratio $(((sys1 - sys0) * 1000000 / TICK)) "$cycles")" \
+    "$(ratio "$syncs" "$cycles")" "$(ratio "$walbytes" "$cycles")" \
+    "$(ratio "$(awk -F, '/context-switches/ { print $1 }' "$WORK/switches.$variant")" "$cycles")"
   echo "  backends' wait events (share of samples):"
   sort "$WORK/waits.$variant" | uniq -c | sort -rn | head -n 8 |
     awk -v n="$(wc -l <"$WORK/waits.$variant")" '{ printf "    %5.1f%%  %s\n", 100 * $1 / n, $2 }'

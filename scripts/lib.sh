@@ -22,11 +22,12 @@ fi
 
 log() { printf '==> %s\n' "$*" >&2; }
 
-# Installs whatever of the build and test dependencies is missing.
+# Installs whatever of the build and test dependencies, and of the
+# packages named as arguments, is missing.
 ensure_packages() {
   local want="postgresql-15 postgresql-client-15 postgresql-server-dev-15
     libpq-dev libkrb5-dev libipc-run-perl g++ make cmake libgtest-dev pgbouncer
-    faketime libfaketime nlohmann-json3-dev"
+    faketime libfaketime nlohmann-json3-dev $*"
   local missing="" p
   for p in $want; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
