@@ -1,8 +1,10 @@
--- dlock 0.5.0 -> 0.6.0: compact lease rows. A renew_count or lock_delay of
--- 0 is stored as NULL (a NULL takes no space in the row), and the table
--- keeps a tenth of each page free instead of half: a lease row and its
--- share of free space take about 40% of what they did. Rows written before
--- keep their zeros; dlock reads both.
+-- dlock 0.5.0 -> 0.6.0: smaller lease rows. A renew_count of 0 is stored
+-- as NULL (a NULL takes no space in the row), and the table keeps a
+-- twentieth of each page free instead of half: enough for heap-only
+-- updates, since dlock's transactions are short and old versions are
+-- pruned as the page fills. Rows written before keep their
+-- zeros; dlock reads both, and so does the 0.5.0 library of a session
+-- that loaded it before the update (it reads a NULL renew_count as 0).
 \echo Use "ALTER EXTENSION dlock UPDATE TO '0.6.0'" to load this file. \quit
 
 -- Nothing below depends on the updater's search_path: every reference is
@@ -12,11 +14,9 @@ SET LOCAL search_path = pg_catalog, pg_temp;
 ALTER TABLE dlock.lease_store
     ALTER COLUMN renew_count DROP NOT NULL,
     ALTER COLUMN renew_count DROP DEFAULT,
-    ALTER COLUMN lock_delay DROP NOT NULL,
-    ALTER COLUMN lock_delay DROP DEFAULT,
-    SET (fillfactor = 90);
+    SET (fillfactor = 95);
 COMMENT ON TABLE dlock.lease_store IS
-    'One row per lease name: its latest grant; a NULL renew_count or lock_delay is 0. Written only by dlock''s functions.';
+    'One row per lease name: its latest grant; a NULL renew_count is 0. Written only by dlock''s functions.';
 
 -- Same columns, so the view is replaced in place: users' views on it and
 -- what they granted on it stay.
@@ -37,7 +37,7 @@ SELECT s.name,
        CASE WHEN c.state OPERATOR(pg_catalog.=) 'held'
             THEN n.now OPERATOR(pg_catalog.-) s.acquired_at
        END AS held_for,
-       coalesce(s.lock_delay, '0'::pg_catalog.interval) AS lock_delay,
+       s.lock_delay,
        s.max_hold,
        s.backend_pid,
        EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a

@@ -1,6 +1,6 @@
 -- dlock 0.6.0: leases with server-clock expiry, fencing tokens, fenced
 -- writes, advisory-lock helpers, administration and per-role leases;
--- waiters queued in arrival order and woken by releases; compact lease rows.
+-- waiters queued in arrival order and woken by releases; smaller lease rows.
 \echo Use "CREATE EXTENSION dlock" to load this file. \quit
 
 -- Nothing below depends on the installer's search_path: every reference is
@@ -34,16 +34,16 @@ CREATE TABLE dlock.lease_store (
     owner         text        NOT NULL,
     released_at   timestamptz,
     renew_count   bigint,
-    lock_delay    interval,
+    lock_delay    interval    NOT NULL DEFAULT '0',
     max_hold      interval,
     backend_pid   integer,
     backend_start timestamptz,
     forced_by     text,
     force_reason  text,
     min_hold      interval
-) WITH (fillfactor = 90);
+) WITH (fillfactor = 95);
 COMMENT ON TABLE dlock.lease_store IS
-    'One row per lease name: its latest grant; a NULL renew_count or lock_delay is 0. Written only by dlock''s functions.';
+    'One row per lease name: its latest grant; a NULL renew_count is 0. Written only by dlock''s functions.';
 GRANT SELECT ON dlock.lease_store TO PUBLIC;
 
 -- The history (cluster, WAL timeline, database) tokens were last issued on.
@@ -397,7 +397,7 @@ SELECT s.name,
        CASE WHEN c.state OPERATOR(pg_catalog.=) 'held'
             THEN n.now OPERATOR(pg_catalog.-) s.acquired_at
        END AS held_for,
-       coalesce(s.lock_delay, '0'::pg_catalog.interval) AS lock_delay,
+       s.lock_delay,
        s.max_hold,
        s.backend_pid,
        EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a

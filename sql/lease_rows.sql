@@ -87,8 +87,8 @@ SELECT pg_current_xact_id_if_assigned() IS NULL AS no_xid,
            AS locks_held;
 COMMIT;
 
--- Rows are compact: a renew_count and lock_delay of 0, and unset terms,
--- are NULLs, which take no room (the views show 0).
+-- Rows are small: a renew_count of 0 and unset terms are NULLs, which
+-- take no room (dlock.leases shows a renew_count of 0).
 CREATE ROLE regress_rows;
 SET ROLE regress_rows;
 SELECT count(*) AS granted

@@ -95,13 +95,13 @@ SELECT code, hint FROM regress.error_of($$SELECT dlock.release_all('w')$$);
 SELECT code, hint FROM regress.error_of('SELECT dlock.sweep()');
 ALTER EXTENSION dlock UPDATE;
 SELECT dlock.sweep('0 s') AS swept;
--- 0.5.0 has every column, but lock_delay still NOT NULL.
+-- 0.5.0 has every column, but renew_count still NOT NULL.
 DROP EXTENSION dlock;
 CREATE EXTENSION dlock VERSION '0.5.0';
 SELECT code, hint FROM regress.error_of($$SELECT dlock.try_acquire('old-objects', '1 min', 'w')$$);
 SELECT code, hint FROM regress.error_of('SELECT dlock.sweep()');
--- Rows written before 0.6.0 hold zeros where 0.6.0 writes NULLs: both
--- read as 0, and the row's next grant stores NULLs.
+-- Rows written before 0.6.0 hold a renew_count of 0 where 0.6.0 writes
+-- NULL: both read as 0, and the row's next grant stores NULL.
 INSERT INTO dlock.lease_store (name, token, acquired_at, expires_at, ttl, acquired_by,
                                owner, renew_count, lock_delay)
 VALUES ('from-0.5.0', nextval('dlock.token_seq'), clock_timestamp(),

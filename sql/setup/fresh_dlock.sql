@@ -34,9 +34,9 @@ RETURNS text LANGUAGE sql AS $$
     WITH moved AS (
         UPDATE dlock.lease_store
            SET expires_at = clock_timestamp()
-                            - CASE WHEN past_delay THEN coalesce(lock_delay, '0') ELSE '0' END,
+                            - CASE WHEN past_delay THEN lock_delay ELSE '0' END,
                acquired_at = least(acquired_at, clock_timestamp()
-                            - CASE WHEN past_delay THEN coalesce(lock_delay, '0') ELSE '0' END)
+                            - CASE WHEN past_delay THEN lock_delay ELSE '0' END)
          WHERE name = lease
      RETURNING released_at, expires_at, lock_delay)
     SELECT dlock.lease_state(released_at, expires_at, lock_delay, clock_timestamp())

@@ -119,8 +119,7 @@ Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
                                    row->max_hold)
             : dlock::capped_expiry(now, req.ttl, now, req.max_hold);
     terms.ttl = exact_interval(req.ttl);
-    terms.lock_delay =
-        req.lock_delay > 0 ? exact_interval(req.lock_delay) : nullptr;
+    terms.lock_delay = exact_interval(req.lock_delay);
     terms.max_hold = req.max_hold > 0 ? exact_interval(req.max_hold) : nullptr;
     terms.min_hold = req.min_hold > 0 ? exact_interval(req.min_hold) : nullptr;
     if (write_grant(kind, req.name, row ? &*row : nullptr, req.owner, terms,

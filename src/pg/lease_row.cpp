@@ -137,7 +137,6 @@ RowWrite insert_row(const char* name, const char* owner, Datum role,
       PointerGetDatum(terms.min_hold),
   };
   char nulls[] = "            ";
-  if (terms.lock_delay == nullptr) nulls[7] = 'n';
   if (terms.max_hold == nullptr) nulls[8] = 'n';
   if (terms.min_hold == nullptr) nulls[11] = 'n';
   OwnerSpi spi = owner_spi_connect();
@@ -163,12 +162,11 @@ StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
       heap_getattr(tuple, kColTtl, desc, &isnull), false, sizeof(Interval)));
   (void)heap_getattr(tuple, kColReleasedAt, desc, &isnull);
   lease.released = !isnull;
-  // A NULL renew_count or lock_delay is 0 (rows written before 0.6.0 have
-  // zeros).
+  // A NULL renew_count is 0 (rows written before 0.6.0 have zeros).
   Datum renew_count = heap_getattr(tuple, kColRenewCount, desc, &isnull);
   lease.renew_count = isnull ? 0 : DatumGetInt64(renew_count);
-  Datum lock_delay = heap_getattr(tuple, kColLockDelay, desc, &isnull);
-  lease.lock_delay = isnull ? 0 : duration_of(lock_delay, "lock_delay");
+  lease.lock_delay = duration_of(
+      heap_getattr(tuple, kColLockDelay, desc, &isnull), "lock_delay");
   Datum max_hold = heap_getattr(tuple, kColMaxHold, desc, &isnull);
   lease.max_hold = isnull ? 0 : duration_of(max_hold, "max_hold");
   Datum min_hold = heap_getattr(tuple, kColMinHold, desc, &isnull);
@@ -193,7 +191,7 @@ LeaseRow rules_row(const StoredLease& row) {
 
 bool lease_store_is_current(TupleDesc desc) {
   return desc->natts >= kColumnCount &&
-         !TupleDescAttr(desc, kColLockDelay - 1)->attnotnull;
+         !TupleDescAttr(desc, kColRenewCount - 1)->attnotnull;
 }
 
 std::optional<StoredLease> read_lease(const char* name) {
@@ -263,8 +261,7 @@ RowWrite write_grant(Grant kind, const char* name, const StoredLease* row,
       {kColOwner, CStringGetTextDatum(owner), false},
       {kColReleasedAt, 0, true},
       {kColRenewCount, 0, true},
-      {kColLockDelay, PointerGetDatum(terms.lock_delay),
-       terms.lock_delay == nullptr},
+      {kColLockDelay, IntervalPGetDatum(terms.lock_delay), false},
       {kColMaxHold, PointerGetDatum(terms.max_hold), terms.max_hold == nullptr},
       {kColBackendPid, Int32GetDatum(MyProcPid), false},
       {kColBackendStart, TimestampTzGetDatum(MyStartTimestamp), false},

@@ -38,8 +38,11 @@ enum LeaseColumn : AttrNumber {
   " backend_start, forced_by, force_reason, min_hold"
 
 // Whether dlock.lease_store is this library's version (0.6.0: every
-// column, and lock_delay nullable); it stands for all of dlock's SQL
-// objects, which versions only ever update together.
+// column, and renew_count nullable); it stands for all of dlock's SQL
+// objects, which versions only ever update together. Columns other than
+// renew_count that a 0.5.0 library reads without a NULL check (ttl,
+// lock_delay) stay NOT NULL: a session that loaded that library before
+// the update may still read rows this one writes.
 bool lease_store_is_current(TupleDesc desc);
 
 // A lease row as last committed (or as written earlier by this
@@ -93,7 +96,7 @@ struct GrantTerms {
   TimestampTz now;
   TimestampTz expires_at;
   Interval* ttl;
-  Interval* lock_delay;  // NULL: none
+  Interval* lock_delay;
   Interval* max_hold;    // NULL: none
   Interval* min_hold;    // NULL: none
 };
