@@ -30,7 +30,15 @@ build_and_install
 IFS=';' read -r -a SETTINGS <<<"${PROFILE_SETTINGS:-}"
 start_bench_cluster "fsync = $FSYNC" "${SETTINGS[@]}"
 WORK=$(mktemp -d /tmp/dlock-profile.XXXXXX)
-trap 'stop_cluster; rm -rf "$WORK"' EXIT
+# What runs beside pgbench (the wait sampler, perf): stopped on any exit.
+HELPERS=()
+stop_helpers() {
+  [ ${#HELPERS[@]} -eq 0 ] || kill -TERM "${HELPERS[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  HELPERS=()
+}
+trap 'stop_helpers; stop_cluster; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT TERM
 psql -X -q -v ON_ERROR_STOP=1 -f "$BENCH_DIR/setup.sql"
 
 postmaster_pid() { head -n 1 "$CLUSTER_DIR/data/postmaster.pid"; }
@@ -73,15 +81,22 @@ for variant in "${VARIANTS[@]}"; do
   done_flag="$WORK/done.$variant"
   sample_waits "$done_flag" >"$WORK/waits.$variant" &
   sampler=$!
+  HELPERS+=("$sampler")
   perf_pid=
   if [ "${PROFILE_PERF:-0}" = 1 ]; then
     perf record -q -a -F 999 ${PROFILE_PERF_ARGS:-} -o "$WORK/perf.$variant" >/dev/null 2>&1 &
     perf_pid=$!
+    HELPERS+=("$perf_pid")
   fi
   perf stat -a -e context-switches -x, -o "$WORK/switches.$variant" sleep "$SECONDS_PER_RUN" &
   counter=$!
-  out=$(pgbench -n -M prepared -c "$CLIENTS" -j 2 -T "$SECONDS_PER_RUN" -D tag=$tag \
-    -f "$BENCH_DIR/${variant}_cycle.sql" 2>&1)
+  HELPERS+=("$counter")
+  # In the background, so that a signal stops the run at once (see trap).
+  pgbench -n -M prepared -c "$CLIENTS" -j 2 -T "$SECONDS_PER_RUN" -D tag=$tag \
+    -f "$BENCH_DIR/${variant}_cycle.sql" >"$WORK/pgbench.out" 2>&1 &
+  HELPERS+=($!)
+  wait $!
+  out=$(cat "$WORK/pgbench.out")
   touch "$done_flag"
   wait "$sampler" "$counter"
   sleep 0.5 # let the exited backends be reaped and their WAL stats flushed
@@ -106,4 +121,5 @@ for variant in "${VARIANTS[@]}"; do
     done >"$BENCH_DIR/results/profile-$variant.txt"
     echo "  perf report: bench/results/profile-$variant.txt (data: perf-$variant.data)"
   fi
+  HELPERS=()
 done
