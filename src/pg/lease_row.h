@@ -97,8 +97,8 @@ struct GrantTerms {
   TimestampTz expires_at;
   Interval* ttl;
   Interval* lock_delay;
-  Interval* max_hold;    // NULL: none
-  Interval* min_hold;    // NULL: none
+  Interval* max_hold;  // NULL: none
+  Interval* min_hold;  // NULL: none
 };
 DLOCK_PLAIN_STRUCT(GrantTerms);
 

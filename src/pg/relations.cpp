@@ -56,7 +56,8 @@ Oid dlock_relation(DlockRelation which) {
 uint64 relations_generation() { return generation; }
 
 void require_current_sql_objects() {
-  Oid relid = dlock_relation(DlockRelation::lease_store);  // registers callbacks
+  // Also registers the invalidation callbacks.
+  Oid relid = dlock_relation(DlockRelation::lease_store);
   if (objects_checked == generation) return;
   Relation rel = table_open(relid, AccessShareLock);
   bool current = lease_store_is_current(RelationGetDescr(rel));
