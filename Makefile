@@ -22,11 +22,11 @@ SHLIB_LINK = -lstdc++
 
 # Each suite starts from a fresh dlock (sql/setup/fresh_dlock.sql), so any
 # one runs alone: make installcheck REGRESS=fencing
-REGRESS = lease_api lease_terms lease_errors lease_isolation_levels lease_state fencing advisory admin lease_ended roles security lease_rows upgrade
+REGRESS = lease_api lease_terms lease_errors lease_isolation_levels lease_state shared_leases semaphores multi_leases fencing advisory admin lease_ended roles security lease_rows upgrade
 ifdef DLOCK_TESTING
 REGRESS += boundary
 endif
-ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait acquire_queue repeatable_read fenced_update assert_held fence_race advisory_waits lease_admin row_changed reinstall epoch_switch protect_locks lease_ended
+ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait acquire_queue repeatable_read fenced_update assert_held fence_race advisory_waits lease_admin row_changed reinstall epoch_switch protect_locks lease_ended shared_leases semaphore_waits multi_leases
 ISOLATION_OPTS = --inputdir=test/isolation
 
 # PGXS would also compile every .cpp to LLVM bitcode with clang, dropping

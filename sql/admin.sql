@@ -100,7 +100,7 @@ SELECT regress.outcome($$SELECT dlock.sweep(NULL)$$) AS null_interval;
 
 -- Administrative functions are not for PUBLIC; release_all is.
 CREATE ROLE regress_dlock_nobody;
-SELECT has_function_privilege('regress_dlock_nobody', 'dlock.force_release(text, text)', 'EXECUTE') AS force,
+SELECT has_function_privilege('regress_dlock_nobody', 'dlock.force_release(text, text, bigint)', 'EXECUTE') AS force,
        has_function_privilege('regress_dlock_nobody', 'dlock.sweep(interval)', 'EXECUTE') AS sweep,
        has_function_privilege('regress_dlock_nobody', 'dlock.release_all(text)', 'EXECUTE') AS release_all;
 DROP ROLE regress_dlock_nobody;

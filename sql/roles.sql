@@ -94,7 +94,7 @@ SELECT extversion, extowner::regrole FROM pg_extension WHERE extname = 'dlock';
 SELECT token > 0 AS works FROM dlock.try_acquire('x', '1 min');
 SELECT has_table_privilege('dlock.lease_store', 'INSERT') AS can_insert,
        has_table_privilege('dlock.lease_store', 'SELECT') AS can_select,
-       has_function_privilege('dlock.force_release(text, text)', 'EXECUTE') AS can_force;
+       has_function_privilege('dlock.force_release(text, text, bigint)', 'EXECUTE') AS can_force;
 DROP EXTENSION dlock;
 SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname = 'dlock';
 -- A fresh install too.

@@ -42,4 +42,20 @@ RETURNS text LANGUAGE sql AS $$
     SELECT dlock.lease_state(released_at, expires_at, lock_delay, clock_timestamp())
       FROM moved
 $$;
+
+-- The same for one holder of a shared lease or a semaphore, by token.
+CREATE FUNCTION regress.expire_holder(lease text, holder_token bigint,
+                                      past_delay boolean DEFAULT false)
+RETURNS text LANGUAGE sql AS $$
+    WITH moved AS (
+        UPDATE dlock.lease_holders
+           SET expires_at = clock_timestamp()
+                            - CASE WHEN past_delay THEN lock_delay ELSE '0' END,
+               acquired_at = least(acquired_at, clock_timestamp()
+                            - CASE WHEN past_delay THEN lock_delay ELSE '0' END)
+         WHERE name = lease AND token = holder_token
+     RETURNING released_at, expires_at, lock_delay)
+    SELECT dlock.lease_state(released_at, expires_at, lock_delay, clock_timestamp())
+      FROM moved
+$$;
 RESET client_min_messages;

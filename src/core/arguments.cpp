@@ -90,4 +90,20 @@ void check_min_hold(Micros min_hold, Micros max_hold) {
   }
 }
 
+int check_permits(const std::optional<std::int64_t>& permits, bool shared) {
+  if (!permits) return 1;
+  if (shared) {
+    throw Error(sqlstate::invalid_parameter_value,
+                "permits cannot be given with shared => true",
+                "A shared lease has any number of holders; a semaphore's "
+                "permits are each held by one.");
+  }
+  if (*permits < 1 || *permits > kMaxPermits) {
+    throw Error(sqlstate::invalid_parameter_value,
+                "permits must be between 1 and " + std::to_string(kMaxPermits),
+                "permits is " + std::to_string(*permits) + ".");
+  }
+  return static_cast<int>(*permits);
+}
+
 }  // namespace dlock

@@ -5,6 +5,7 @@
 #include "plain_cpp.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -37,6 +38,14 @@ Micros check_timeout(const IntervalFields& timeout);
 // and at most max_ttl.
 Micros check_optional_duration(const std::optional<IntervalFields>& value,
                                const char* what, Micros max_ttl);
+
+// The most permits a semaphore may have: each grant decision reads every
+// holder of the name.
+inline constexpr int kMaxPermits = 1000;
+
+// try_acquire's and acquire's permits (absent: an ordinary lease, 1):
+// between 1 and kMaxPermits, and never with shared.
+int check_permits(const std::optional<std::int64_t>& permits, bool shared);
 
 // A min_hold longer than the grant's max_hold could never be honoured
 // (22023). Both in microseconds, 0 for none.

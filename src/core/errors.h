@@ -25,6 +25,7 @@ inline constexpr char lock_not_available[] = "55P03";
 inline constexpr char stale_token[] = "LD001";
 inline constexpr char lease_not_held[] = "LD002";
 inline constexpr char token_never_issued[] = "LD003";
+inline constexpr char lease_mode_conflict[] = "LD004";
 inline constexpr char serialization_failure[] = "40001";
 inline constexpr char read_only_sql_transaction[] = "25006";
 inline constexpr char query_canceled[] = "57014";
@@ -42,11 +43,14 @@ struct ErrorCode {
 
 inline constexpr ErrorCode kErrorCodes[] = {
     {sqlstate::null_value_not_allowed, "null_value_not_allowed",
-     "a required argument is NULL"},
+     "a required argument is NULL, or an element of `names`"},
     {sqlstate::invalid_parameter_value, "invalid_parameter_value",
      "empty or over-long name, owner, resource or reason; ttl ≤ 0 or above "
      "`dlock.max_ttl`; a negative or over-long timeout, lock_delay, "
-     "max_hold or min_hold, or a min_hold above max_hold; `changes`/`match` "
+     "max_hold or min_hold, or a min_hold above max_hold; permits below 1 "
+     "or above 1000, or given with `shared`; a permit count other than the "
+     "one the lease's holders have (DETAIL names it); an empty names array "
+     "or a name in it twice; `changes`/`match` "
      "not a non-empty object; `changes` setting "
      "the fence column; target not a table; a match column without an "
      "equality operator"},
@@ -87,6 +91,9 @@ inline constexpr ErrorCode kErrorCodes[] = {
      "why"},
     {sqlstate::token_never_issued, "token never issued (dlock)",
      "a token larger than any dlock has issued, or ≤ 0"},
+    {sqlstate::lease_mode_conflict, "lease held in another mode (dlock)",
+     "`try_acquire`/`acquire` by an owner that holds the lease shared and "
+     "asks for it exclusive, or the other way round"},
     {sqlstate::serialization_failure, "serialization_failure",
      "PostgreSQL's own, passed through untouched"},
     {sqlstate::read_only_sql_transaction, "read_only_sql_transaction",

@@ -1,13 +1,36 @@
 #include "holders.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace dlock {
 
 namespace {
 
-bool occupies(const Holder& holder, Micros now) {
-  switch (lease_state(holder.row, now)) {
+// Whether `holder` keeps `request` out while it occupies the name.
+bool in_the_way(const Holder& holder, const HolderRequest& request) {
+  return request.permits > 1 || request.mode == HolderMode::exclusive ||
+         holder.mode == HolderMode::exclusive;
+}
+
+// How many of the occupants that keep `request` out must leave first.
+int must_leave(const Holder* holders, std::size_t count,
+               const HolderRequest& request, Micros now) {
+  int blocking = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (occupies(holders[i].row, now) && in_the_way(holders[i], request)) {
+      ++blocking;
+    }
+  }
+  // A semaphore has room for permits - 1 others.
+  int room = request.permits - 1;
+  return std::max(0, blocking - room);
+}
+
+}  // namespace
+
+bool occupies(const LeaseRow& row, Micros now) {
+  switch (lease_state(row, now)) {
     case LeaseState::held:
     case LeaseState::lock_delay:
     case LeaseState::released_early:
@@ -19,51 +42,33 @@ bool occupies(const Holder& holder, Micros now) {
   return true;
 }
 
-// How many occupants must leave before `request` fits, or -1 if leaving
-// occupants alone will not make it fit.
-int occupants_in_the_way(const std::vector<Holder>& holders,
-                         const HolderRequest& request, bool writer_waits,
-                         Micros now) {
-  int occupants = 0, exclusive = 0;
-  for (const Holder& holder : holders) {
-    if (!occupies(holder, now)) continue;
-    ++occupants;
-    if (holder.mode == HolderMode::exclusive) ++exclusive;
+int permits_in_force(const Holder* holders, std::size_t count, Micros now) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (occupies(holders[i].row, now)) return holders[i].permits;
   }
-  if (request.permits > 1) return std::max(0, occupants - request.permits + 1);
-  if (request.mode == HolderMode::exclusive) return occupants;
-  if (writer_waits) return -1;
-  return exclusive;
+  return 0;
 }
 
-}  // namespace
-
-HolderGrant decide_holder_grant(const std::vector<Holder>& holders,
-                                int permits_in_force,
-                                const HolderRequest& request, bool writer_waits,
-                                Micros now) {
-  bool occupied = false;
-  for (const Holder& holder : holders) {
-    if (!occupies(holder, now)) continue;
-    occupied = true;
-    if (holder.row.same_owner && is_held(holder.row, now)) {
-      return holder.mode == request.mode ? HolderGrant::same_token
-                                         : HolderGrant::other_mode;
-    }
+HolderGrant decide_holder_grant(const Holder* holders, std::size_t count,
+                                const HolderRequest& request, Micros now) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const Holder& holder = holders[i];
+    if (!holder.row.same_owner || !is_held(holder.row, now)) continue;
+    if (holder.permits != request.permits) return HolderGrant::permits_differ;
+    return holder.mode == request.mode ? HolderGrant::same_token
+                                       : HolderGrant::other_mode;
   }
-  if (occupied && permits_in_force != request.permits) {
+  int in_force = permits_in_force(holders, count, now);
+  if (in_force != 0 && in_force != request.permits) {
     return HolderGrant::permits_differ;
   }
-  return occupants_in_the_way(holders, request, writer_waits, now) == 0
-             ? HolderGrant::new_holder
-             : HolderGrant::busy;
+  return must_leave(holders, count, request, now) == 0 ? HolderGrant::new_holder
+                                                       : HolderGrant::busy;
 }
 
-Micros holders_free_at(const std::vector<Holder>& holders, int permits_in_force,
-                       const HolderRequest& request, bool writer_waits,
-                       Micros now) {
-  switch (decide_holder_grant(holders, permits_in_force, request, writer_waits,
-                              now)) {
+Micros holders_free_at(const Holder* holders, std::size_t count,
+                       const HolderRequest& request, Micros now) {
+  switch (decide_holder_grant(holders, count, request, now)) {
     case HolderGrant::new_holder:
     case HolderGrant::same_token:
       return now;
@@ -73,23 +78,16 @@ Micros holders_free_at(const std::vector<Holder>& holders, int permits_in_force,
     case HolderGrant::busy:
       break;
   }
-  int in_the_way = occupants_in_the_way(holders, request, writer_waits, now);
-  if (in_the_way < 0) return INT64_MAX;
-  // The occupants that stand in the way leave at their free_at(); the
-  // request fits once the in_the_way-th earliest of them has left (for an
-  // exclusive or shared request that is the last of them). For a shared
-  // request only exclusive occupants stand in the way.
+  // The occupants in the way leave at their free_at(); the request fits
+  // once the n-th earliest of them has left.
   std::vector<Micros> leaving;
-  for (const Holder& holder : holders) {
-    if (!occupies(holder, now)) continue;
-    if (request.permits == 1 && request.mode == HolderMode::shared &&
-        holder.mode != HolderMode::exclusive) {
-      continue;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (occupies(holders[i].row, now) && in_the_way(holders[i], request)) {
+      leaving.push_back(free_at(holders[i].row));
     }
-    leaving.push_back(free_at(holder.row));
   }
   std::sort(leaving.begin(), leaving.end());
-  return leaving[in_the_way - 1];
+  return leaving[must_leave(holders, count, request, now) - 1];
 }
 
 }  // namespace dlock

@@ -1,14 +1,18 @@
-// The grant decision for a lease with several holders: shared leases
+// The grant decision for a name with several holders: shared leases
 // (readers and writers) and semaphores (at most N holders, a lease per
 // permit). Each holder is a grant of its own, judged by lease_rules.h
 // (its own expiry, lock-delay and min_hold); this file only decides how
 // the holders of one name combine. Pure functions on server-clock
 // microseconds, testable without a server.
+//
+// Waiting writers are not this file's concern: a caller outside a name's
+// queue gives way to anyone queued (grant.h), so new readers never pass
+// a queued writer.
 #pragma once
 #include "plain_cpp.h"
 
+#include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "lease_rules.h"
 
@@ -16,15 +20,16 @@ namespace dlock {
 
 enum class HolderMode { exclusive, shared };
 
-// One holder of a name, as last committed.
+// One holder of a name, as last committed. permits: 1 for an ordinary
+// lease (exclusive or shared), N for a permit of a semaphore of N.
 struct Holder {
   LeaseRow row;  // row.same_owner: the caller's owner holds this grant
   HolderMode mode = HolderMode::exclusive;
+  int permits = 1;
 };
 
-// What a caller asks for. permits = 1 is an ordinary lease (exclusive or
-// shared); permits > 1 asks for one permit of a semaphore of that size,
-// which is never shared.
+// What a caller asks for: permits > 1 asks for one permit of a semaphore
+// of that size, which is never shared.
 struct HolderRequest {
   HolderMode mode = HolderMode::exclusive;
   int permits = 1;
@@ -35,31 +40,31 @@ enum class HolderGrant {
   same_token,      // the caller's owner already holds it this way: extend
   busy,            // no room now (a normal answer: NULL, or wait)
   other_mode,      // the caller's owner holds it in the other mode
-  permits_differ,  // holders exist under another permit count
+  permits_differ,  // holders occupy it under another permit count
 };
 
-// The decision for `request` on a name whose holders are `holders`, while
-// the holders' permit count is `permits_in_force` (ignored when none of
-// them still occupies the name) and `writer_waits` says whether an
-// exclusive request is queued for the name: then new shared grants wait
-// behind it, so readers cannot starve a writer.
-//
-// A holder occupies the name while its lease is held, in its lock-delay
-// or released early (inside its min_hold); expired and released holders
-// are gone. An exclusive grant needs no occupant; a shared grant needs no
-// exclusive occupant and no writer waiting; a semaphore grant needs fewer
-// than `permits` occupants.
-HolderGrant decide_holder_grant(const std::vector<Holder>& holders,
-                                int permits_in_force,
-                                const HolderRequest& request, bool writer_waits,
-                                Micros now);
+// Whether a holder still occupies its name at `now`: held, in its
+// lock-delay or released early (inside its min_hold). Expired and
+// released holders are gone.
+bool occupies(const LeaseRow& row, Micros now);
+
+// The permit count the occupants of a name hold it under (they all share
+// one), or 0 if nobody occupies it.
+int permits_in_force(const Holder* holders, std::size_t count, Micros now);
+
+// The decision for `request` on a name whose holders are holders[0..count).
+// An exclusive grant needs no occupant; a shared grant needs no exclusive
+// occupant; a semaphore grant needs fewer than `permits` occupants. The
+// caller's owner asking again as it holds (mode and permits) gets its grant
+// back; asking otherwise is refused (other_mode, permits_differ), and so
+// is any request under another permit count than the one in force.
+HolderGrant decide_holder_grant(const Holder* holders, std::size_t count,
+                                const HolderRequest& request, Micros now);
 
 // When `request` could next be granted if nothing else changed (for a
-// waiter's sleep): now if it could be granted now; else the earliest time
-// enough occupants have left. INT64_MAX if that depends on someone else
-// (a writer waiting, or the caller's own other-mode grant).
-Micros holders_free_at(const std::vector<Holder>& holders, int permits_in_force,
-                       const HolderRequest& request, bool writer_waits,
-                       Micros now);
+// waiter's sleep): `now` if it could be granted now; else when enough
+// occupants have left. INT64_MAX for a refusal.
+Micros holders_free_at(const Holder* holders, std::size_t count,
+                       const HolderRequest& request, Micros now);
 
 }  // namespace dlock

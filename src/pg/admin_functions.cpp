@@ -4,6 +4,7 @@
 #include "authorization.h"
 #include "boundary.h"
 #include "gate.h"
+#include "holder_rows.h"
 #include "intervals.h"
 #include "lease_ended.h"
 #include "lease_queue.h"
@@ -17,30 +18,50 @@
 namespace dlock::pg {
 namespace {
 
-// Ends the grant, whoever holds it, recording who and why; a lease
-// released inside its min_hold is freed at once too (an administrator's
-// override of the grant's terms). After the lease's columns, whether the
-// grant had not been released (its holder is told: see lease_ended.h).
-SavedPlan force_release = {
-    "UPDATE dlock.lease_store AS s"
-    "   SET released_at = coalesce(s.released_at, $2), min_hold = NULL,"
-    "       forced_by = $3, force_reason = $4"
-    "  FROM (SELECT released_at IS NULL AS unreleased FROM dlock.lease_store"
-    "         WHERE name OPERATOR(pg_catalog.=) $1) AS before"
-    " WHERE s.name OPERATOR(pg_catalog.=) $1"
-    "   AND (s.released_at IS NULL"
-    "        OR s.acquired_at OPERATOR(pg_catalog.+) s.min_hold"
-    "           OPERATOR(pg_catalog.>) $2)"
-    " RETURNING " DLOCK_LEASE_COLUMNS ", before.unreleased",
-    4,
-    {TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},
+// Ends the grants of name $1 (only the one with token $5, unless NULL),
+// whoever holds them, recording who and why; a grant released inside its
+// min_hold is freed at once too (an administrator's override of the
+// grant's terms). After the grant's columns, whether it had not been
+// released (its holder is told: see lease_ended.h).
+#define DLOCK_FORCE_RELEASE(table, columns)                                   \
+  "UPDATE " table                                                             \
+  " AS s"                                                                     \
+  "   SET released_at = coalesce(s.released_at, $2), min_hold = NULL,"        \
+  "       forced_by = $3, force_reason = $4"                                  \
+  "  FROM (SELECT token AS ended, released_at IS NULL AS unreleased"          \
+  "          FROM " table                                                     \
+  "         WHERE name OPERATOR(pg_catalog.=) $1) AS before"                  \
+  " WHERE s.name OPERATOR(pg_catalog.=) $1"                                   \
+  "   AND before.ended OPERATOR(pg_catalog.=) s.token"                        \
+  "   AND ($5::pg_catalog.int8 IS NULL OR s.token OPERATOR(pg_catalog.=) $5)" \
+  "   AND (s.released_at IS NULL"                                             \
+  "        OR s.acquired_at OPERATOR(pg_catalog.+) s.min_hold"                \
+  "           OPERATOR(pg_catalog.>) $2)"                                     \
+  " RETURNING " columns ", before.unreleased"
+SavedPlan force_release_lease = {
+    DLOCK_FORCE_RELEASE("dlock.lease_store", DLOCK_LEASE_COLUMNS),
+    5,
+    {TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID},
+    nullptr};
+SavedPlan force_release_holders = {
+    DLOCK_FORCE_RELEASE("dlock.lease_holders", DLOCK_HOLDER_COLUMNS),
+    5,
+    {TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID},
     nullptr};
 
-// An owner's lease rows; which of them it holds is src/core's to say.
-SavedPlan rows_of_owner = {
+// An owner's lease rows and holder rows; which of them it holds is
+// src/core's to say.
+SavedPlan leases_of_owner = {
     "SELECT " DLOCK_LEASE_COLUMNS
     " FROM dlock.lease_store"
     " WHERE owner OPERATOR(pg_catalog.=) $1 ORDER BY name",
+    1,
+    {TEXTOID},
+    nullptr};
+SavedPlan holders_of_owner = {
+    "SELECT " DLOCK_HOLDER_COLUMNS
+    " FROM dlock.lease_holders"
+    " WHERE owner OPERATOR(pg_catalog.=) $1 ORDER BY name, token",
     1,
     {TEXTOID},
     nullptr};
@@ -54,17 +75,25 @@ SavedPlan rows_of_owner = {
   " AND (s.released_at IS NULL"                                           \
   "      OR s.released_at OPERATOR(pg_catalog.<) $1)"
 
-// Up to $2 names of leases free since before $1.
+// Up to $2 names with a lease or holder row free since before $1.
 SavedPlan sweepable = {
-    "SELECT name FROM dlock.lease_store AS s"
-    " WHERE " DLOCK_FREE_BEFORE_1 " ORDER BY name LIMIT $2",
+    "SELECT name FROM dlock.lease_store AS s WHERE " DLOCK_FREE_BEFORE_1
+    " UNION "
+    "SELECT name FROM dlock.lease_holders AS s WHERE " DLOCK_FREE_BEFORE_1
+    " ORDER BY name LIMIT $2",
     2,
     {TIMESTAMPTZOID, INT4OID},
     nullptr};
 
-// Deletes the lease $2 if it is still free since before $1.
-SavedPlan sweep_delete = {
+// Deletes the rows of lease $2 still free since before $1.
+SavedPlan sweep_lease = {
     "DELETE FROM dlock.lease_store AS s"
+    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_FREE_BEFORE_1,
+    2,
+    {TIMESTAMPTZOID, TEXTOID},
+    nullptr};
+SavedPlan sweep_holders = {
+    "DELETE FROM dlock.lease_holders AS s"
     " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_FREE_BEFORE_1,
     2,
     {TIMESTAMPTZOID, TEXTOID},
@@ -73,44 +102,100 @@ SavedPlan sweep_delete = {
 // Gates are held until commit: one sweep takes at most this many.
 constexpr int kSweepBatch = 10000;
 
+// Runs one of the force_release plans; returns the grants it ended, in
+// the caller's memory, and in *unreleased whether each had not been
+// released.
+int force_release_rows(SavedPlan& plan, const Datum* args, const char* nulls,
+                       bool holders, StoredLease** ended, bool** unreleased) {
+  OwnerSpi spi = owner_spi_connect();
+  int n = static_cast<int>(run_plan(plan, args, nulls));
+  *ended = static_cast<StoredLease*>(
+      MemoryContextAllocZero(spi.caller_cxt, sizeof(StoredLease) * (n + 1)));
+  *unreleased = static_cast<bool*>(
+      MemoryContextAllocZero(spi.caller_cxt, sizeof(bool) * (n + 1)));
+  int last_column = (holders ? kColHolderPermits : kColumnCount) + 1;
+  for (int i = 0; i < n; ++i) {
+    HeapTuple tuple = SPI_tuptable->vals[i];
+    TupleDesc desc = SPI_tuptable->tupdesc;
+    (*ended)[i] = holders ? decode_holder(tuple, desc, spi.caller_cxt)
+                          : decode_lease(tuple, desc, spi.caller_cxt);
+    bool isnull;
+    (*unreleased)[i] = DatumGetBool(result_value(i, last_column, &isnull));
+  }
+  owner_spi_finish(spi);
+  return n;
+}
+
+// Runs leases_of_owner or holders_of_owner; the rows, decoded into the
+// caller's memory (used after owner_spi_finish()).
+int rows_of_owner(SavedPlan& plan, const Datum* args, bool holders,
+                  StoredLease** rows) {
+  OwnerSpi spi = owner_spi_connect();
+  int n = static_cast<int>(run_plan(plan, args, " "));
+  *rows = static_cast<StoredLease*>(
+      MemoryContextAllocZero(spi.caller_cxt, sizeof(StoredLease) * (n + 1)));
+  for (int i = 0; i < n; ++i) {
+    HeapTuple tuple = SPI_tuptable->vals[i];
+    TupleDesc desc = SPI_tuptable->tupdesc;
+    (*rows)[i] = holders ? decode_holder(tuple, desc, spi.caller_cxt)
+                         : decode_lease(tuple, desc, spi.caller_cxt);
+  }
+  owner_spi_finish(spi);
+  return n;
+}
+
 }  // namespace
 
-// dlock.force_release(name text, reason text) RETURNS dlock.lease
+// dlock.force_release(name text, reason text, token bigint) RETURNS
+// dlock.lease: every grant of the name, or the one with token.
 DLOCK_FUNCTION(dlock_force_release) {
   const char* name = required_name(fcinfo, 0, "lease name");
   const char* reason = required_text(fcinfo, 1, "reason");
   dlock::check_reason(reason);
+  bool any_token = PG_NARGS() < 3 || PG_ARGISNULL(2);
+  int64 token = any_token ? 0 : PG_GETARG_INT64(2);
   PreventCommandIfReadOnly("dlock.force_release()");
   require_current_sql_objects();
   wait_gate(name);
   TimestampTz now = GetCurrentTimestamp();
   const char* by = GetUserNameFromId(GetUserId(), false);
-  OwnerSpi spi = owner_spi_connect();
-  Datum args[4] = {CStringGetTextDatum(name), TimestampTzGetDatum(now),
-                   CStringGetTextDatum(by), CStringGetTextDatum(reason)};
-  bool forced = run_plan(force_release, args, "    ") == 1;
-  StoredLease ended;
-  bool unreleased = false;
-  if (forced) {
-    ended = decode_lease(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-                         spi.caller_cxt);
-    bool isnull;
-    unreleased = DatumGetBool(result_value(0, kColumnCount + 1, &isnull));
-  }
-  owner_spi_finish(spi);
-  if (!forced) PG_RETURN_NULL();
+  Datum args[5] = {CStringGetTextDatum(name), TimestampTzGetDatum(now),
+                   CStringGetTextDatum(by), CStringGetTextDatum(reason),
+                   Int64GetDatum(token)};
+  const char* nulls = any_token ? "    n" : "     ";
+  StoredLease* leases;
+  StoredLease* holders;
+  bool* lease_unreleased;
+  bool* holder_unreleased;
+  int n_leases = force_release_rows(force_release_lease, args, nulls, false,
+                                    &leases, &lease_unreleased);
+  int n_holders = force_release_rows(force_release_holders, args, nulls, true,
+                                     &holders, &holder_unreleased);
+  if (n_leases + n_holders == 0) PG_RETURN_NULL();
   wake_queue_head(name);
-  // A grant its holder had released (inside its min_hold) ends no work.
-  if (unreleased) notify_force_released(name, ended.token, reason);
-  ereport(
-      log_grants ? LOG : DEBUG1,
-      (errmsg_internal(
-          "dlock: lease \"%s\" of owner \"%s\" (token "
-          "%lld) force-released by %s after %lld ms: %s",
-          name, ended.owner, static_cast<long long>(ended.token), by,
-          static_cast<long long>((now - ended.acquired_at) / 1000), reason)));
-  return lease_value(fcinfo, name, ended.owner, ended.token, ended.acquired_at,
-                     ended.expires_at);
+  // The grant returned: the exclusive one, else the latest holder's.
+  const StoredLease* shown = nullptr;
+  for (int i = 0; i < n_leases + n_holders; ++i) {
+    bool is_lease = i < n_leases;
+    const StoredLease& ended = is_lease ? leases[i] : holders[i - n_leases];
+    // A grant its holder had released (inside its min_hold) ends no work.
+    if (is_lease ? lease_unreleased[i] : holder_unreleased[i - n_leases]) {
+      notify_force_released(name, ended.token, reason);
+    }
+    ereport(
+        log_grants ? LOG : DEBUG1,
+        (errmsg_internal(
+            "dlock: lease \"%s\" of owner \"%s\" (token "
+            "%lld) force-released by %s after %lld ms: %s",
+            name, ended.owner, static_cast<long long>(ended.token), by,
+            static_cast<long long>((now - ended.acquired_at) / 1000), reason)));
+    if (shown == nullptr ||
+        (shown->in_holders && ended.in_holders && ended.token > shown->token)) {
+      shown = &ended;
+    }
+  }
+  return lease_value(fcinfo, name, shown->owner, shown->token,
+                     shown->acquired_at, shown->expires_at);
 }
 
 // dlock.release_all(owner text) RETURNS integer: the leases owner holds
@@ -123,30 +208,24 @@ DLOCK_FUNCTION(dlock_release_all) {
   dlock::check_owner(owner);
   PreventCommandIfReadOnly("dlock.release_all()");
   require_current_sql_objects();
-  OwnerSpi spi = owner_spi_connect();
   Datum args[1] = {CStringGetTextDatum(owner)};
-  int n = static_cast<int>(run_plan(rows_of_owner, args, " "));
-  // Decoded into the caller's memory: used after owner_spi_finish().
-  StoredLease* rows =
-      static_cast<StoredLease*>(palloc0(sizeof(StoredLease) * (n + 1)));
-  for (int i = 0; i < n; ++i) {
-    rows[i] = decode_lease(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-                           spi.caller_cxt);
-  }
-  owner_spi_finish(spi);
+  StoredLease* leases;
+  StoredLease* holders;
+  int n_leases = rows_of_owner(leases_of_owner, args, false, &leases);
+  int n_holders = rows_of_owner(holders_of_owner, args, true, &holders);
+  int n = n_leases + n_holders;
   // Held ones only, judged as the caller, outside the table owner's SPI.
   TimestampTz now = GetCurrentTimestamp();
   int released = 0;
   for (int i = 0; i < n; ++i) {
-    if (!dlock::is_held(rules_row(rows[i]), now) ||
-        !may_act_for(rows[i].acquired_by)) {
+    const StoredLease& row = i < n_leases ? leases[i] : holders[i - n_leases];
+    if (!dlock::is_held(rules_row(row), now) || !may_act_for(row.acquired_by)) {
       continue;
     }
-    const char* name = rows[i].name;
-    wait_gate(name);
-    if (release_gated(name, rows[i].token, read_lease(name))) {
+    wait_gate(row.name);
+    if (release_gated(row.name, row.token, read_grant(row.name, row.token))) {
       ++released;
-      notify_released_all(name, rows[i].token);
+      notify_released_all(row.name, row.token);
     }
   }
   PG_RETURN_INT32(released);
@@ -179,7 +258,8 @@ DLOCK_FUNCTION(dlock_sweep) {
     LOCKTAG gate = gate_tag(names[i]);
     if (!try_gate(gate)) continue;
     Datum del[2] = {TimestampTzGetDatum(before), CStringGetTextDatum(names[i])};
-    deleted += static_cast<int64>(run_plan(sweep_delete, del, "  "));
+    deleted += static_cast<int64>(run_plan(sweep_lease, del, "  "));
+    deleted += static_cast<int64>(run_plan(sweep_holders, del, "  "));
   }
   owner_spi_finish(spi);
   PG_RETURN_INT64(deleted);

@@ -3,6 +3,7 @@
 #include "authorization.h"
 #include "durability.h"
 #include "gate.h"
+#include "holder_rows.h"
 #include "intervals.h"
 #include "lease_ended.h"
 #include "lease_queue.h"
@@ -14,16 +15,148 @@ namespace dlock::pg {
 
 namespace {
 
-// The row as the grant decision sees it: the same owner name under a role
-// that may not act for the lease's role is another owner, and so is the
-// default owner (see attempt_grant()).
+DLOCK_PLAIN_STRUCT(dlock::Holder);
+
+// Whether the grant in `row` is the caller's: the same owner name under a
+// role that may not act for the lease's role is another owner, and so is
+// the default owner (see attempt_grant()).
+bool is_callers(const StoredLease& row, const LeaseRequest& req) {
+  return req.explicit_owner && strcmp(row.owner, req.owner) == 0 &&
+         may_act_for(row.acquired_by);
+}
+
+// The lease_store row as the grant decision sees it.
 std::optional<LeaseRow> rules_view(const std::optional<StoredLease>& row,
                                    const LeaseRequest& req) {
   if (!row) return std::nullopt;
   LeaseRow rules = rules_row(*row);
-  rules.same_owner = req.explicit_owner && strcmp(row->owner, req.owner) == 0 &&
-                     may_act_for(row->acquired_by);
+  rules.same_owner = is_callers(*row, req);
   return rules;
+}
+
+bool is_plain(const LeaseRequest& req) {
+  return !req.shared && req.permits == 1;
+}
+
+// What an attempt does, decided on the rows read.
+enum class Step {
+  busy,
+  write_store,    // write_grant(kind) on the lease_store row
+  new_holder,     // a holder row beside the others
+  extend_holder,  // the caller's holder row, same token
+};
+
+struct Decision {
+  Step step;
+  Grant kind;      // write_store
+  int holder;      // extend_holder: its index in the holder rows
+  Micros free_at;  // busy: when there may be room (0: unknown)
+};
+DLOCK_PLAIN_STRUCT(Decision);
+
+[[noreturn]] void raise_other_mode(const LeaseRequest& req,
+                                   const StoredLease& mine) {
+  throw_error(sqlstate::lease_mode_conflict,
+              psprintf("owner \"%s\" holds lease \"%s\" %s", req.owner,
+                       req.name, mine.shared ? "shared" : "exclusive"),
+              psprintf("It asked for the lease %s; dlock neither upgrades "
+                       "nor downgrades a grant.",
+                       req.shared ? "shared" : "exclusive"),
+              psprintf("Release token %lld first, then ask again.",
+                       static_cast<long long>(mine.token)));
+}
+
+[[noreturn]] void raise_permits_differ(const LeaseRequest& req, int in_force) {
+  const char* asked = req.shared ? "a shared lease"
+                      : req.permits == 1
+                          ? "an exclusive lease"
+                          : psprintf("permits => %d", req.permits);
+  throw_error(
+      sqlstate::invalid_parameter_value,
+      psprintf("lease \"%s\" is held with another permit count", req.name),
+      in_force == 1 ? psprintf("Its holders hold it as a lease (permits => 1); "
+                               "this call asked for %s.",
+                               asked)
+                    : psprintf("Its holders hold it with permits => %d; this "
+                               "call asked for %s.",
+                               in_force, asked),
+      "Every holder of a name asks with the same permits; the count "
+      "can change once no holder is left.");
+}
+
+// The decision on the lease_store row and the holder rows. A plain
+// exclusive request on a name without holders is the single-holder rule
+// (lease_rules.h); anything else combines every grant of the name
+// (holders.h).
+Decision decide(const std::optional<StoredLease>& row, const HolderRows& rows,
+                const LeaseRequest& req, Micros now) {
+  Decision d{Step::busy, Grant::busy, -1, 0};
+  std::optional<LeaseRow> rules = rules_view(row, req);
+  if (is_plain(req) && rows.count == 0) {
+    d.kind = dlock::decide_grant(rules, now);
+    if (d.kind == Grant::busy) {
+      d.free_at = dlock::free_at(*rules);
+    } else {
+      d.step = Step::write_store;
+    }
+    return d;
+  }
+  // The lease_store row first, then the holder rows.
+  int first_holder = row ? 1 : 0;
+  int n = first_holder + rows.count;
+  auto* all = static_cast<dlock::Holder*>(palloc(sizeof(dlock::Holder) * n));
+  if (row) {
+    all[0] = dlock::Holder{};
+    all[0].row = *rules;
+  }
+  for (int i = 0; i < rows.count; ++i) {
+    all[first_holder + i] = holder_of(rows.rows[i]);
+    all[first_holder + i].row.same_owner = is_callers(rows.rows[i], req);
+  }
+  dlock::HolderRequest request{
+      req.shared ? dlock::HolderMode::shared : dlock::HolderMode::exclusive,
+      req.permits};
+  switch (dlock::decide_holder_grant(all, n, request, now)) {
+    case HolderGrant::new_holder:
+      if (is_plain(req)) {
+        d.step = Step::write_store;
+        d.kind = row ? Grant::new_token : Grant::create;
+      } else {
+        d.step = Step::new_holder;
+      }
+      return d;
+    case HolderGrant::same_token:
+      for (int i = 0; i < n; ++i) {
+        if (!all[i].row.same_owner || !dlock::is_held(all[i].row, now)) {
+          continue;
+        }
+        if (i < first_holder) {
+          d.step = Step::write_store;
+          d.kind = Grant::same_token;
+        } else {
+          d.step = Step::extend_holder;
+          d.holder = i - first_holder;
+        }
+        return d;
+      }
+      elog(ERROR, "dlock: the caller's grant of \"%s\" went missing", req.name);
+      pg_unreachable();
+    case HolderGrant::busy: {
+      Micros at = dlock::holders_free_at(all, n, request, now);
+      d.free_at = at == INT64_MAX ? 0 : at;
+      return d;
+    }
+    case HolderGrant::other_mode:
+      for (int i = first_holder; i < n; ++i) {
+        if (all[i].row.same_owner && dlock::is_held(all[i].row, now)) {
+          raise_other_mode(req, rows.rows[i - first_holder]);
+        }
+      }
+      raise_other_mode(req, *row);
+    case HolderGrant::permits_differ:
+      raise_permits_differ(req, dlock::permits_in_force(all, n, now));
+  }
+  pg_unreachable();
 }
 
 // Whether a new grant replaced one its holder never released (it expired,
@@ -32,28 +165,140 @@ bool takes_over(Grant kind, const std::optional<StoredLease>& row) {
   return kind == Grant::new_token && !row->released;
 }
 
-void log_grant(const LeaseRequest& req, Grant kind,
+// Deletes the holder rows that no longer occupy the name, before a new
+// grant of it: each decision reads every row of its name. A holder that
+// expired without a release is told (lease_ended.h), as for a takeover.
+void remove_gone_holders(const HolderRows& rows, const char* name,
+                         int64 new_token, Micros now) {
+  for (int i = 0; i < rows.count; ++i) {
+    const StoredLease& holder = rows.rows[i];
+    if (dlock::occupies(rules_row(holder), now)) continue;
+    delete_holder(holder);
+    if (!holder.released) notify_taken_over(name, holder.token, new_token);
+  }
+}
+
+void log_grant(const LeaseRequest& req, Step step, Grant kind,
                const std::optional<StoredLease>& row, int64 token) {
-  if (takes_over(kind, row)) {
+  const char* mode = req.shared ? " (shared)"
+                     : req.permits > 1
+                         ? psprintf(" (a permit of %d)", req.permits)
+                         : "";
+  if (step == Step::write_store && takes_over(kind, row)) {
     ereport(LOG, (errmsg_internal(
                      "dlock: lease \"%s\" taken over by owner \"%s\" with "
                      "token %lld after token %lld of owner \"%s\" expired",
                      req.name, req.owner, static_cast<long long>(token),
                      static_cast<long long>(row->token), row->owner)));
   } else {
-    ereport(LOG,
-            (errmsg_internal(
-                "dlock: lease \"%s\" %s owner \"%s\" with token %lld", req.name,
-                kind == Grant::same_token ? "extended for" : "granted to",
-                req.owner, static_cast<long long>(token))));
+    bool same = step == Step::extend_holder ||
+                (step == Step::write_store && kind == Grant::same_token);
+    ereport(LOG, (errmsg_internal("dlock: lease \"%s\"%s %s owner \"%s\" with "
+                                  "token %lld",
+                                  req.name, mode,
+                                  same ? "extended for" : "granted to",
+                                  req.owner, static_cast<long long>(token))));
   }
+}
+
+// peek_grant(), keeping the lease_store row read for the write (its
+// version is what write_grant() compares).
+Peek peek(const LeaseRequest& req, Micros* free_in,
+          std::optional<StoredLease>* read) {
+  std::optional<StoredLease>& row = *read;
+  row = read_lease(req.name);
+  HolderRows holders = read_holders(req.name, Seen::snapshot);
+  Micros now = GetCurrentTimestamp();
+  Decision d = decide(row, holders, req, now);
+  *free_in = d.free_at > 0 ? d.free_at - now : 0;
+  if (d.step == Step::busy) return Peek::busy;
+  bool retry = d.step == Step::extend_holder ||
+               (d.step == Step::write_store && d.kind == Grant::same_token);
+  return retry ? Peek::retry : Peek::grant;
+}
+
+// grant_gated() on the lease_store row as read before the gate.
+Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
+                        Granted* out, Micros* free_in) {
+  // Decided again when writing, on the rows as they are now: the lease
+  // may have changed since it was read, and time has passed. With the
+  // gate held no other dlock write of the name is in flight, so the
+  // holders read now stay as read.
+  HolderRows holders;
+  Micros now;
+  Decision d;
+  GrantTerms terms;
+  const StoredLease* extended = nullptr;  // the grant a retry extends
+  for (;;) {
+    holders = read_holders(req.name, Seen::latest);
+    now = GetCurrentTimestamp();
+    d = decide(row, holders, req, now);
+    if (d.step == Step::busy) {
+      // Nothing was granted, so do not keep others from the lease for the
+      // rest of the transaction.
+      release_gate(gate_tag(req.name));
+      *free_in = d.free_at > 0 ? d.free_at - now : 0;
+      return Attempt::busy;
+    }
+    extended = d.step == Step::extend_holder ? &holders.rows[d.holder]
+               : d.kind == Grant::same_token ? &*row
+                                             : nullptr;
+    // A retry of a held grant keeps that grant's start and max_hold.
+    terms.now = now;
+    terms.expires_at =
+        extended != nullptr
+            ? dlock::capped_expiry(now, req.ttl, extended->acquired_at,
+                                   extended->max_hold)
+            : dlock::capped_expiry(now, req.ttl, now, req.max_hold);
+    terms.ttl = exact_interval(req.ttl);
+    terms.lock_delay = exact_interval(req.lock_delay);
+    terms.max_hold = req.max_hold > 0 ? exact_interval(req.max_hold) : nullptr;
+    terms.min_hold = req.min_hold > 0 ? exact_interval(req.min_hold) : nullptr;
+    if (d.step == Step::new_holder) {
+      insert_holder(req.name, req.owner, req.shared, req.permits, terms,
+                    &out->token);
+      break;
+    }
+    if (d.step == Step::extend_holder) {
+      if (write_grant(Grant::same_token, req.name, extended, req.owner, terms,
+                      &out->token) == RowWrite::written) {
+        break;
+      }
+    } else if (write_grant(d.kind, req.name, row ? &*row : nullptr, req.owner,
+                           terms, &out->token) == RowWrite::written) {
+      break;
+    }
+    CHECK_FOR_INTERRUPTS();
+    row = read_lease(req.name);
+  }
+  if (extended == nullptr) {
+    remove_gone_holders(holders, req.name, out->token, now);
+  }
+  // A retry with a shorter ttl can free the lease sooner than the head
+  // of its queue expects.
+  if (extended != nullptr && terms.expires_at < extended->expires_at) {
+    wake_queue_head(req.name);
+  }
+  out->acquired_at = extended != nullptr ? extended->acquired_at : now;
+  out->expires_at = terms.expires_at;
+  if (log_grants) log_grant(req, d.step, d.kind, row, out->token);
+  if (d.step == Step::write_store && takes_over(d.kind, row)) {
+    notify_taken_over(req.name, row->token, out->token);
+  }
+  commit_durably();
+  return Attempt::granted;
 }
 
 }  // namespace
 
 LeaseRequest lease_request(FunctionCallInfo fcinfo, int owner_argno) {
+  const char* name = required_name(fcinfo, 0, "lease name");
+  return lease_request_for(lease_terms(fcinfo, owner_argno), name);
+}
+
+LeaseRequest lease_terms(FunctionCallInfo fcinfo, int owner_argno) {
   LeaseRequest req;
-  req.name = required_name(fcinfo, 0, "lease name");
+  req.name = nullptr;
   req.ttl = dlock::check_ttl(
       interval_fields(required_interval(fcinfo, 1, "ttl")), max_ttl());
   req.explicit_owner = optional_owner(fcinfo, owner_argno) != nullptr;
@@ -65,7 +310,34 @@ LeaseRequest lease_request(FunctionCallInfo fcinfo, int owner_argno) {
   req.min_hold = dlock::check_optional_duration(
       optional_interval(fcinfo, owner_argno + 3), "min_hold", max_ttl());
   dlock::check_min_hold(req.min_hold, req.max_hold);
+  int shared_argno = owner_argno + 4, permits_argno = owner_argno + 5;
+  // The 0.6.0 functions, until the update, call without them.
+  req.shared = false;
+  if (PG_NARGS() > shared_argno) {
+    require(fcinfo, shared_argno, "shared");
+    req.shared = PG_GETARG_BOOL(shared_argno);
+  }
+  std::optional<int64> permits;
+  if (PG_NARGS() > permits_argno && !PG_ARGISNULL(permits_argno)) {
+    permits = PG_GETARG_INT32(permits_argno);
+  }
+  req.permits = dlock::check_permits(permits, req.shared);
   return req;
+}
+
+LeaseRequest lease_request_for(const LeaseRequest& terms, const char* name) {
+  LeaseRequest req = terms;
+  req.name = name;
+  return req;
+}
+
+Peek peek_grant(const LeaseRequest& req, Micros* free_in) {
+  std::optional<StoredLease> row;
+  return peek(req, free_in, &row);
+}
+
+Attempt grant_gated(const LeaseRequest& req, Granted* out, Micros* free_in) {
+  return grant_with_gate(req, read_lease(req.name), out, free_in);
 }
 
 Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
@@ -78,70 +350,72 @@ Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
   if (who.head && !lock_until(gate, ExclusiveLock, who.deadline)) {
     return Attempt::timed_out;
   }
-  std::optional<StoredLease> row = read_lease(req.name);
-  Micros now = GetCurrentTimestamp();
-  *free_in = 0;
-  std::optional<LeaseRow> rules = rules_view(row, req);
-  Grant first = dlock::decide_grant(rules, now);
-  if (first == Grant::busy) {
+  std::optional<StoredLease> row;
+  Peek first = peek(req, free_in, &row);
+  if (first == Peek::busy) {
     if (who.head) release_gate(gate);
-    *free_in = dlock::free_at(*rules) - now;
     return Attempt::busy;
   }
   if (who.head) {
     require_client();
-  } else if ((first != Grant::same_token && others_queued(req.name)) ||
+  } else if ((first != Peek::retry && others_queued(req.name)) ||
              !try_gate(gate)) {
     // The owner's retry of its held grant never waits behind the queue.
     return Attempt::busy;
   }
+  return grant_with_gate(req, row, out, free_in);
+}
 
-  // Decided again when writing, on the row version written: the lease may
-  // have changed between the read and the gate, and time has passed.
-  Grant kind;
-  GrantTerms terms;
+bool acquire_until(const LeaseRequest& req, Deadline deadline, Granted* out) {
+  Micros free_in;
+  // Free, and nobody queued: no queue at all.
+  if (attempt_grant(req, kOutsideQueue, out, &free_in) == Attempt::granted) {
+    return true;
+  }
+  if (!join_queue(queue_tag(req.name), deadline)) return false;
+  // Each attempt's allocations go to a context reset before the next, so
+  // a long wait does not accumulate memory.
+  MemoryContext attempt_cxt = AllocSetContextCreate(
+      CurrentMemoryContext, "dlock acquire attempt", ALLOCSET_SMALL_SIZES);
+  MemoryContext call_cxt = MemoryContextSwitchTo(attempt_cxt);
+  Attempter head{true, deadline};
+  bool granted = false;
   for (;;) {
-    now = GetCurrentTimestamp();
-    std::optional<LeaseRow> current = rules_view(row, req);
-    kind = dlock::decide_grant(current, now);
-    if (kind == Grant::busy) {
-      // Nothing was granted, so do not keep others from the lease for the
-      // rest of the transaction.
-      release_gate(gate);
-      *free_in = dlock::free_at(*current) - now;
-      return Attempt::busy;
-    }
-    // A retry of a held grant keeps that grant's start and max_hold.
-    terms.now = now;
-    terms.expires_at =
-        kind == Grant::same_token
-            ? dlock::capped_expiry(now, req.ttl, row->acquired_at,
-                                   row->max_hold)
-            : dlock::capped_expiry(now, req.ttl, now, req.max_hold);
-    terms.ttl = exact_interval(req.ttl);
-    terms.lock_delay = exact_interval(req.lock_delay);
-    terms.max_hold = req.max_hold > 0 ? exact_interval(req.max_hold) : nullptr;
-    terms.min_hold = req.min_hold > 0 ? exact_interval(req.min_hold) : nullptr;
-    if (write_grant(kind, req.name, row ? &*row : nullptr, req.owner, terms,
-                    &out->token) == RowWrite::written) {
+    // Reset before reading the lease: a release from now on sets it again.
+    ResetLatch(MyLatch);
+    MemoryContextReset(attempt_cxt);
+    Attempt a = attempt_grant(req, head, out, &free_in);
+    if (a == Attempt::granted) {
+      granted = true;
       break;
     }
-    CHECK_FOR_INTERRUPTS();
-    row = read_lease(req.name);
+    Micros left = deadline.left(dlock::monotonic_now());
+    if (a == Attempt::timed_out || left == 0) break;
+    sleep_as_head(dlock::sleep_ms(free_in, left));
   }
-  // A retry with a shorter ttl can free the lease sooner than the head
-  // of its queue expects.
-  if (kind == Grant::same_token && terms.expires_at < row->expires_at) {
-    wake_queue_head(req.name);
-  }
-  out->acquired_at = kind == Grant::same_token ? row->acquired_at : now;
-  out->expires_at = terms.expires_at;
-  if (log_grants) log_grant(req, kind, row, out->token);
-  if (takes_over(kind, row)) {
-    notify_taken_over(req.name, row->token, out->token);
-  }
-  commit_durably();
-  return Attempt::granted;
+  MemoryContextSwitchTo(call_cxt);
+  MemoryContextDelete(attempt_cxt);
+  return granted;
+}
+
+void refuse_waits_in_snapshot(const char* function) {
+  if (!IsolationUsesXactSnapshot()) return;
+  throw_error(sqlstate::feature_not_supported,
+              psprintf("%s cannot wait in a REPEATABLE READ or SERIALIZABLE "
+                       "transaction",
+                       function),
+              "The transaction's snapshot would never see the lease "
+              "being released.",
+              psprintf("Use dlock.try_acquire(), or call %s in a READ "
+                       "COMMITTED transaction.",
+                       function));
+}
+
+void raise_timed_out(const char* name, Micros timeout) {
+  throw_error(
+      sqlstate::lock_not_available,
+      psprintf("could not acquire lease \"%s\" within the timeout", name),
+      psprintf("Waited %s.", duration_text(timeout)));
 }
 
 }  // namespace dlock::pg

@@ -1,6 +1,7 @@
-// A grant of a lease (try_acquire, acquire): src/core decides on the row
-// read, the write happens with the lease's gate held, and a row another
-// transaction wrote meanwhile is read and decided again.
+// A grant of a lease (try_acquire, acquire): src/core decides on the rows
+// read (the lease_store row, and the holders of a shared lease or a
+// semaphore), the write happens with the lease's gate held, and a row
+// another transaction wrote meanwhile is read and decided again.
 #pragma once
 
 #include "boundary.h"
@@ -17,12 +18,24 @@ struct LeaseRequest {
   Micros lock_delay;  // 0: none
   Micros max_hold;    // 0: none
   Micros min_hold;    // 0: none
+  bool shared;        // one of a shared lease's holders
+  int permits;        // 1: an ordinary lease; N: a permit of a semaphore
 };
 DLOCK_PLAIN_STRUCT(LeaseRequest);
 
-// try_acquire(name, ttl, owner, lock_delay, max_hold, min_hold) and
-// acquire(name, ttl, timeout, owner, ...): owner_argno is owner's place.
+// try_acquire(name, ttl, owner, lock_delay, max_hold, min_hold, shared,
+// permits) and acquire(name, ttl, timeout, owner, ...): owner_argno is
+// owner's place. Before the update to 0.7.0 the functions lack the last
+// two arguments (an ordinary lease).
 LeaseRequest lease_request(FunctionCallInfo fcinfo, int owner_argno);
+
+// The same without the name (name NULL), for the multi-lease functions:
+// (names, ttl, owner, lock_delay, max_hold, min_hold), the shared and
+// permits arguments missing.
+LeaseRequest lease_terms(FunctionCallInfo fcinfo, int owner_argno);
+
+// `terms` for the lease `name`.
+LeaseRequest lease_request_for(const LeaseRequest& terms, const char* name);
 
 struct Granted {
   int64 token;
@@ -48,12 +61,41 @@ struct Attempter {
 DLOCK_PLAIN_STRUCT(Attempter);
 inline const Attempter kOutsideQueue{false, Deadline::never()};
 
-// One attempt. When busy, *free_in is the time until the holder's grant
-// frees the lease (0 if unknown). A lease held by another owner costs one
-// index read: no WAL, no row lock. Only an explicit owner re-enters a
-// lease it holds (same token): the default owner is a backend's, and a
-// transaction pooler shares a backend among many clients.
+// One attempt. When busy, *free_in is the time until the holders' grants
+// leave room (0 if unknown). A lease held by another owner costs two index
+// reads: no WAL, no row lock. Only an explicit owner re-enters a lease it
+// holds (same token): the default owner is a backend's, and a transaction
+// pooler shares a backend among many clients. An owner asking for the
+// lease in the other mode than it holds it gets LD004; a permit count
+// other than the holders' gets 22023.
 Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
                       Granted* out, Micros* free_in);
+
+// attempt_grant() in its parts, for grants of several leases at once:
+// whether `req` could be granted as this transaction sees the lease (no
+// lock, no write; *free_in as above) ...
+enum class Peek {
+  busy,
+  grant,
+  retry,  // the owner's retry of its held grant (it never queues)
+};
+Peek peek_grant(const LeaseRequest& req, Micros* free_in);
+// ... and, with the lease's gate taken, the grant: decided again on the
+// rows as committed now, and written; busy gives the gate back.
+Attempt grant_gated(const LeaseRequest& req, Granted* out, Micros* free_in);
+
+// acquire: the first attempt, then the lease's queue (lease_queue.h),
+// then as its head until the lease has room, woken by releases and at the
+// holders' free_at. False when `deadline` came first (not queued any
+// more). The queue lock stays until the transaction ends: the next waiter
+// becomes head once the lease it waits for is visibly held.
+bool acquire_until(const LeaseRequest& req, Deadline deadline, Granted* out);
+
+// 0A000 for a wait in a REPEATABLE READ or SERIALIZABLE transaction, whose
+// snapshot would never see the lease released. `function` names the call.
+void refuse_waits_in_snapshot(const char* function);
+
+// 55P03: `name` was not granted within `timeout`.
+[[noreturn]] void raise_timed_out(const char* name, Micros timeout);
 
 }  // namespace dlock::pg

@@ -8,6 +8,7 @@
 #include "durability.h"
 #include "gate.h"
 #include "grant.h"
+#include "holder_rows.h"
 #include "intervals.h"
 #include "lease_queue.h"
 #include "lease_row.h"
@@ -85,58 +86,17 @@ DLOCK_FUNCTION(dlock_try_acquire) {
   return granted_value(fcinfo, req, g);
 }
 
-// Waits in the lease's queue (lease_queue.h), then as its head until the
-// lease is free, woken by releases and at the holder's free_at.
 DLOCK_FUNCTION(dlock_acquire) {
   LeaseRequest req = lease_request(fcinfo, 3);
   Micros timeout = dlock::check_timeout(
       interval_fields(required_interval(fcinfo, 2, "timeout")));
   PreventCommandIfReadOnly("dlock.acquire()");
-  if (IsolationUsesXactSnapshot()) {
-    throw_error(sqlstate::feature_not_supported,
-                "dlock.acquire() cannot wait in a REPEATABLE READ or "
-                "SERIALIZABLE transaction",
-                "The transaction's snapshot would never see the lease "
-                "being released.",
-                "Use dlock.try_acquire(), or call dlock.acquire() in a READ "
-                "COMMITTED transaction.");
-  }
-  Deadline deadline = Deadline::after(dlock::monotonic_now(), timeout);
-  const char* timed_out =
-      psprintf("could not acquire lease \"%s\" within the timeout", req.name);
-  const char* waited = psprintf("Waited %s.", duration_text(timeout));
+  refuse_waits_in_snapshot("dlock.acquire()");
   Granted g;
-  Micros free_in;
-  // Free, and nobody queued: no queue at all.
-  if (attempt_grant(req, kOutsideQueue, &g, &free_in) == Attempt::granted) {
-    return granted_value(fcinfo, req, g);
+  if (!acquire_until(req, Deadline::after(dlock::monotonic_now(), timeout),
+                     &g)) {
+    raise_timed_out(req.name, timeout);
   }
-  LOCKTAG queue = queue_tag(req.name);
-  if (!join_queue(queue, deadline)) {
-    throw_error(sqlstate::lock_not_available, timed_out, waited);
-  }
-  // Each attempt's allocations go to a context reset before the next, so
-  // a long wait does not accumulate memory.
-  MemoryContext attempt_cxt = AllocSetContextCreate(
-      CurrentMemoryContext, "dlock acquire attempt", ALLOCSET_SMALL_SIZES);
-  MemoryContext call_cxt = MemoryContextSwitchTo(attempt_cxt);
-  Attempter head{true, deadline};
-  for (;;) {
-    // Reset before reading the lease: a release from now on sets it again.
-    ResetLatch(MyLatch);
-    MemoryContextReset(attempt_cxt);
-    Attempt a = attempt_grant(req, head, &g, &free_in);
-    if (a == Attempt::granted) break;
-    Micros left = deadline.left(dlock::monotonic_now());
-    if (a == Attempt::timed_out || left == 0) {
-      MemoryContextSwitchTo(call_cxt);
-      throw_error(sqlstate::lock_not_available, timed_out, waited);
-    }
-    sleep_as_head(dlock::sleep_ms(free_in, left));
-  }
-  MemoryContextSwitchTo(call_cxt);
-  // The queue lock stays until the grant's transaction ends: the next
-  // waiter becomes head once the lease it waits for is visibly held.
   return granted_value(fcinfo, req, g);
 }
 
@@ -151,7 +111,7 @@ DLOCK_FUNCTION(dlock_renew) {
   const char* owner = optional_owner(fcinfo, 3);
   PreventCommandIfReadOnly("dlock.renew()");
   wait_gate(name);
-  std::optional<StoredLease> row = read_lease(name);
+  std::optional<StoredLease> row = read_grant(name, token);
   for (;;) {
     check_may_act(name, token, row);
     TimestampTz now = GetCurrentTimestamp();
@@ -175,7 +135,7 @@ DLOCK_FUNCTION(dlock_renew) {
                          expires_at);
     }
     CHECK_FOR_INTERRUPTS();
-    row = read_lease(name);
+    row = read_grant(name, token);
   }
 }
 
@@ -189,6 +149,10 @@ DLOCK_FUNCTION(dlock_assert_held) {
   // the lease wait for (or, for grants, give up on) this transaction.
   share_gate(name);
   std::optional<StoredLease> row = read_lease_for_share(name);
+  if (!row || row->token != token) {
+    std::optional<StoredLease> holder = read_holder_for_share(name, token);
+    if (holder) row = holder;
+  }
   check_may_act(name, token, row);
   dlock::NotHeld why =
       dlock::why_not_held(row ? std::optional(rules_row(*row)) : std::nullopt,
@@ -215,7 +179,7 @@ DLOCK_FUNCTION(dlock_release) {
   // token or owner, not held) must not hold the gate, or any role could
   // keep the holder from renewing by releasing with a wrong token in an
   // open transaction.
-  std::optional<StoredLease> row = read_lease(name);
+  std::optional<StoredLease> row = read_grant(name, token);
   if (!held_with(row, token, GetCurrentTimestamp()) ||
       (owner != nullptr && strcmp(owner, row->owner) != 0)) {
     PG_RETURN_BOOL(false);
@@ -227,14 +191,23 @@ DLOCK_FUNCTION(dlock_release) {
   PG_RETURN_BOOL(released);
 }
 
+// The exclusive grant if held, else the held holder with the latest token.
 DLOCK_FUNCTION(dlock_get) {
   const char* name = required_name(fcinfo, 0, "lease name");
+  TimestampTz now = GetCurrentTimestamp();
   std::optional<StoredLease> row = read_lease(name);
-  if (!row || !dlock::is_held(rules_row(*row), GetCurrentTimestamp())) {
-    PG_RETURN_NULL();
+  const StoredLease* held =
+      row && dlock::is_held(rules_row(*row), now) ? &*row : nullptr;
+  HolderRows holders{nullptr, 0};
+  if (held == nullptr) holders = read_holders(name, Seen::snapshot);
+  for (int i = 0; i < holders.count; ++i) {
+    if (dlock::is_held(rules_row(holders.rows[i]), now)) {
+      held = &holders.rows[i];  // in token order: the latest wins
+    }
   }
-  return lease_value(fcinfo, name, row->owner, row->token, row->acquired_at,
-                     row->expires_at);
+  if (held == nullptr) PG_RETURN_NULL();
+  return lease_value(fcinfo, name, held->owner, held->token, held->acquired_at,
+                     held->expires_at);
 }
 
 }  // namespace dlock::pg

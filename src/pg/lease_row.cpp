@@ -28,12 +28,6 @@ SavedPlan select_for_share = {"SELECT " DLOCK_LEASE_COLUMNS
                               {TEXTOID},
                               nullptr};
 
-const char* text_or_null(HeapTuple tuple, AttrNumber column, TupleDesc desc) {
-  bool isnull;
-  Datum value = heap_getattr(tuple, column, desc, &isnull);
-  return isnull ? nullptr : TextDatumGetCString(value);
-}
-
 // One column of a lease row to set.
 struct ColumnValue {
   AttrNumber column;
@@ -41,6 +35,12 @@ struct ColumnValue {
   bool isnull;
 };
 DLOCK_PLAIN_STRUCT(ColumnValue);
+
+const char* text_or_null(HeapTuple tuple, AttrNumber column, TupleDesc desc) {
+  bool isnull;
+  Datum value = heap_getattr(tuple, column, desc, &isnull);
+  return isnull ? nullptr : TextDatumGetCString(value);
+}
 
 // Index entries for a row version that is not heap-only, made by the
 // executor's own routine, as for an UPDATE: indexes not yet ready (during
@@ -70,7 +70,34 @@ void insert_index_entries(Relation rel, HeapTuple tuple) {
   FreeExecutorState(estate);
 }
 
-// Replaces the version of the lease row that read_lease() returned by one
+// The first row of a name, through SPI (a plain INSERT: it needs index
+// entries anyway).
+RowWrite insert_row(const char* name, const char* owner, Datum role,
+                    const GrantTerms& terms, int64 token) {
+  Datum args[12] = {
+      CStringGetTextDatum(name),
+      CStringGetTextDatum(owner),
+      role,
+      TimestampTzGetDatum(terms.now),
+      TimestampTzGetDatum(terms.expires_at),
+      IntervalPGetDatum(terms.ttl),
+      Int64GetDatum(token),
+      IntervalPGetDatum(terms.lock_delay),
+      PointerGetDatum(terms.max_hold),
+      Int32GetDatum(MyProcPid),
+      TimestampTzGetDatum(MyStartTimestamp),
+      PointerGetDatum(terms.min_hold),
+  };
+  char nulls[] = "            ";
+  if (terms.max_hold == nullptr) nulls[8] = 'n';
+  if (terms.min_hold == nullptr) nulls[11] = 'n';
+  OwnerSpi spi = owner_spi_connect();
+  uint64 created = run_plan(insert_lease, args, nulls);
+  owner_spi_finish(spi);
+  return created == 1 ? RowWrite::written : RowWrite::changed;
+}
+
+// Replaces the version of the lease row that was read by one
 // with `columns` set, as an UPDATE would (heap-only when it can, so that
 // a lease's many grants and releases need no index entries), without
 // planning or running a statement. The caller holds the lease's gate, so
@@ -78,7 +105,9 @@ void insert_index_entries(Relation rel, HeapTuple tuple) {
 RowWrite update_row(const StoredLease& row, const ColumnValue* columns,
                     int count) {
   Relation rel =
-      table_open(dlock_relation(DlockRelation::lease_store), RowExclusiveLock);
+      table_open(dlock_relation(row.in_holders ? DlockRelation::lease_holders
+                                               : DlockRelation::lease_store),
+                 RowExclusiveLock);
   TupleDesc desc = RelationGetDescr(rel);
   Datum* values = static_cast<Datum*>(palloc0(sizeof(Datum) * desc->natts));
   bool* nulls = static_cast<bool*>(palloc0(sizeof(bool) * desc->natts));
@@ -118,33 +147,6 @@ RowWrite update_row(const StoredLease& row, const ColumnValue* columns,
   }
 }
 
-// The first row of a name, through SPI (a plain INSERT: it needs index
-// entries anyway).
-RowWrite insert_row(const char* name, const char* owner, Datum role,
-                    const GrantTerms& terms, int64 token) {
-  Datum args[12] = {
-      CStringGetTextDatum(name),
-      CStringGetTextDatum(owner),
-      role,
-      TimestampTzGetDatum(terms.now),
-      TimestampTzGetDatum(terms.expires_at),
-      IntervalPGetDatum(terms.ttl),
-      Int64GetDatum(token),
-      IntervalPGetDatum(terms.lock_delay),
-      PointerGetDatum(terms.max_hold),
-      Int32GetDatum(MyProcPid),
-      TimestampTzGetDatum(MyStartTimestamp),
-      PointerGetDatum(terms.min_hold),
-  };
-  char nulls[] = "            ";
-  if (terms.max_hold == nullptr) nulls[8] = 'n';
-  if (terms.min_hold == nullptr) nulls[11] = 'n';
-  OwnerSpi spi = owner_spi_connect();
-  uint64 created = run_plan(insert_lease, args, nulls);
-  owner_spi_finish(spi);
-  return created == 1 ? RowWrite::written : RowWrite::changed;
-}
-
 }  // namespace
 
 StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
@@ -174,9 +176,23 @@ StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
   lease.forced_by = text_or_null(tuple, kColForcedBy, desc);
   lease.force_reason = text_or_null(tuple, kColForceReason, desc);
   lease.acquired_by = text_or_null(tuple, kColAcquiredBy, desc);
+  lease.in_holders = false;
+  lease.shared = false;
+  lease.permits = 1;
   lease.tuple = nullptr;
   MemoryContextSwitchTo(old);
   return lease;
+}
+
+StoredLease decode_holder(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
+  StoredLease holder = decode_lease(tuple, desc, into);
+  bool isnull;
+  holder.in_holders = true;
+  holder.shared =
+      DatumGetBool(heap_getattr(tuple, kColHolderShared, desc, &isnull));
+  holder.permits =
+      DatumGetInt32(heap_getattr(tuple, kColHolderPermits, desc, &isnull));
+  return holder;
 }
 
 LeaseRow rules_row(const StoredLease& row) {
@@ -187,6 +203,15 @@ LeaseRow rules_row(const StoredLease& row) {
   rules.lock_delay = row.lock_delay;
   rules.min_hold_until = row.min_hold > 0 ? row.acquired_at + row.min_hold : 0;
   return rules;
+}
+
+dlock::Holder holder_of(const StoredLease& row) {
+  dlock::Holder holder;
+  holder.row = rules_row(row);
+  holder.mode =
+      row.shared ? dlock::HolderMode::shared : dlock::HolderMode::exclusive;
+  holder.permits = row.permits;
+  return holder;
 }
 
 bool lease_store_is_current(TupleDesc desc) {

@@ -31,18 +31,21 @@ enum LeaseColumn : AttrNumber {
   kColForceReason,
   kColMinHold,
   kColumnCount = kColMinHold,
+  // dlock.lease_holders: the columns above, then these.
+  kColHolderShared,
+  kColHolderPermits,
 };
 #define DLOCK_LEASE_COLUMNS                                        \
   "name, token, acquired_at, expires_at, ttl, acquired_by, owner," \
   " released_at, renew_count, lock_delay, max_hold, backend_pid,"  \
   " backend_start, forced_by, force_reason, min_hold"
 
-// Whether dlock.lease_store is this library's version (0.6.0: every
-// column, and renew_count nullable); it stands for all of dlock's SQL
-// objects, which versions only ever update together. Columns other than
-// renew_count that a 0.5.0 library reads without a NULL check (ttl,
-// lock_delay) stay NOT NULL: a session that loaded that library before
-// the update may still read rows this one writes.
+// Whether dlock.lease_store is at least 0.6.0's (every column, and
+// renew_count nullable); with dlock.lease_holders (0.7.0, see
+// require_current_sql_objects()) it tells this library's SQL objects.
+// Columns other than renew_count that a 0.5.0 library reads without a
+// NULL check (ttl, lock_delay) stay NOT NULL: a session that loaded that
+// library before the update may still read rows this one writes.
 bool lease_store_is_current(TupleDesc desc);
 
 // A lease row as last committed (or as written earlier by this
@@ -62,6 +65,9 @@ struct StoredLease {
   const char* force_reason;  // and why
   const char* acquired_by;   // the role that acquired it
   int64 renew_count;
+  bool in_holders;  // a row of dlock.lease_holders (else lease_store)
+  bool shared;      // lease_holders: a shared holder
+  int permits;      // 1, or a semaphore's permit count
   HeapTuple tuple;  // the row version read_lease() read (a copy), for the
                     // write_* below; NULL for rows read through SPI
 };
@@ -70,6 +76,13 @@ DLOCK_PLAIN_STRUCT(StoredLease);
 // Decodes a row of the lease_store table, or of a SELECT or RETURNING of
 // DLOCK_LEASE_COLUMNS, into memory of `into` (tuple left NULL).
 StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into);
+// The same for a row of lease_holders, or a SELECT or RETURNING of
+// DLOCK_HOLDER_COLUMNS.
+StoredLease decode_holder(HeapTuple tuple, TupleDesc desc, MemoryContext into);
+#define DLOCK_HOLDER_COLUMNS DLOCK_LEASE_COLUMNS ", shared, permits"
+
+// The row as src/core's holder rules see it (same_owner false).
+dlock::Holder holder_of(const StoredLease& row);
 
 // The row as src/core's rules see it (same_owner false).
 LeaseRow rules_row(const StoredLease& row);
@@ -83,8 +96,8 @@ std::optional<StoredLease> read_lease(const char* name);
 // table owner itself.
 std::optional<StoredLease> read_lease_for_share(const char* name);
 
-// Writes of a lease row that read_lease() returned, with the lease's gate
-// held, as compare-and-set on that row version: each returns
+// Writes of a lease row that read_lease() (or holder_rows.h) returned, with the
+// lease's gate held, as compare-and-set on that row version: each returns
 // RowWrite::changed, writing nothing, if another transaction wrote the row
 // after it was read (read it again and decide again). In a REPEATABLE READ
 // or SERIALIZABLE transaction that is a serialization failure (40001)

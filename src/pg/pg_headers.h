@@ -20,6 +20,7 @@
 #include "../core/duration.h"
 #include "../core/errors.h"
 #include "../core/fenced_update_sql.h"
+#include "../core/holders.h"
 #include "../core/lease_rules.h"
 #include "../core/tokens.h"
 
@@ -61,6 +62,7 @@ extern "C" {
 #include "storage/sinvaladt.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/datum.h"

@@ -7,9 +7,10 @@ namespace dlock::pg {
 
 namespace {
 
-constexpr int kRelationCount = 4;
+constexpr int kRelationCount = 6;
 const char* const kRelationNames[kRelationCount] = {
-    "lease_store", "lease_store_pkey", "token_seq", "token_epoch"};
+    "lease_store", "lease_store_pkey", "token_seq",
+    "token_epoch", "lease_holders",    "lease_holders_pkey"};
 Oid relation_oids[kRelationCount];
 uint64 generation = 1;
 uint64 objects_checked = 0;  // the generation they were found current in
@@ -45,6 +46,9 @@ Oid dlock_relation(DlockRelation which) {
   if (!OidIsValid(relation_oids[at])) {
     const char* relname = kRelationNames[at];
     Oid relid = get_relname_relid(relname, get_namespace_oid("dlock", false));
+    if (!OidIsValid(relid) && which >= DlockRelation::lease_holders) {
+      raise_sql_objects_outdated();
+    }
     if (!OidIsValid(relid)) {
       elog(ERROR, "dlock: relation dlock.%s is missing", relname);
     }
@@ -63,6 +67,7 @@ void require_current_sql_objects() {
   bool current = lease_store_is_current(RelationGetDescr(rel));
   table_close(rel, AccessShareLock);
   if (!current) raise_sql_objects_outdated();
+  (void)dlock_relation(DlockRelation::lease_holders);
   objects_checked = generation;
 }
 

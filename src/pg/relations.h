@@ -12,13 +12,18 @@ enum class DlockRelation {
   lease_store_pkey,
   token_seq,
   token_epoch,
+  lease_holders,
+  lease_holders_pkey,
 };
 
-// The relation's OID; raises an error if dlock's schema lacks it.
+// The relation's OID; raises an error if dlock's schema lacks it (55000,
+// as for SQL objects older than the library, for lease_holders: 0.6.0's
+// objects lack it).
 Oid dlock_relation(DlockRelation which);
 
 // 55000 unless the SQL objects are this library's (see
-// lease_store_is_current()), for the statements that run SQL on them.
+// lease_store_is_current(), and lease_holders exists), for the statements
+// that run SQL on them.
 void require_current_sql_objects();
 
 // 55000 for SQL objects older than this library: a new build was

@@ -1,4 +1,5 @@
 #include "release.h"
+#include "holder_rows.h"
 #include "lease_queue.h"
 #include "settings.h"
 
@@ -16,7 +17,7 @@ bool release_gated(const char* name, int64 token,
     if (!held_with(row, token, now)) return false;
     if (write_release(*row, now) == RowWrite::written) break;
     CHECK_FOR_INTERRUPTS();
-    row = read_lease(name);
+    row = read_grant(name, token);
   }
   wake_queue_head(name);
   if (log_grants) {

@@ -1,5 +1,5 @@
-// A release of a lease (release, release_all): compare-and-delete on
-// (name, token), written with the lease's gate held.
+// A release of a lease or of one holder of it (release, release_all):
+// compare-and-set on (name, token), written with the lease's gate held.
 #pragma once
 
 #include <optional>
@@ -14,8 +14,8 @@ bool held_with(const std::optional<StoredLease>& row, int64 token,
                TimestampTz now);
 
 // Releases (name, token) if held, with the lease's gate held; `row` is the
-// lease as read before or after taking the gate. Wakes the head of the
-// lease's queue. Returns whether this call released it.
+// grant as read_grant() read it before or after taking the gate. Wakes the head
+// of the lease's queue. Returns whether this call released it.
 bool release_gated(const char* name, int64 token,
                    std::optional<StoredLease> row);
 

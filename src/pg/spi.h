@@ -28,7 +28,7 @@ void owner_spi_finish(const OwnerSpi& spi);
 struct SavedPlan {
   const char* sql;
   int nargs;
-  Oid types[12];
+  Oid types[14];
   SPIPlanPtr plan;  // NULL until first run
 };
 DLOCK_PLAIN_STRUCT(SavedPlan);

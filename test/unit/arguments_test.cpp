@@ -195,5 +195,30 @@ TEST(CheckMinHold, AtMostMaxHoldWhenThereIsOne) {
   EXPECT_STREQ(e.what(), "min_hold must not exceed max_hold");
 }
 
+TEST(CheckPermits, AbsentIsAnOrdinaryLease) {
+  EXPECT_EQ(check_permits(std::nullopt, false), 1);
+  EXPECT_EQ(check_permits(std::nullopt, true), 1);
+}
+
+TEST(CheckPermits, OneToAThousand) {
+  EXPECT_EQ(check_permits(1, false), 1);
+  EXPECT_EQ(check_permits(1000, false), 1000);
+  Error zero = error_of([] { check_permits(0, false); });
+  EXPECT_STREQ(zero.sqlstate(), "22023");
+  EXPECT_STREQ(zero.what(), "permits must be between 1 and 1000");
+  EXPECT_EQ(zero.detail(), "permits is 0.");
+  EXPECT_EQ(sqlstate_of([] { check_permits(1001, false); }), "22023");
+  EXPECT_EQ(sqlstate_of([] { check_permits(-5, false); }), "22023");
+  EXPECT_EQ(sqlstate_of([] { check_permits(int64_t{1} << 40, false); }),
+            "22023");
+}
+
+TEST(CheckPermits, NeverWithShared) {
+  Error e = error_of([] { check_permits(3, true); });
+  EXPECT_STREQ(e.sqlstate(), "22023");
+  EXPECT_STREQ(e.what(), "permits cannot be given with shared => true");
+  EXPECT_EQ(sqlstate_of([] { check_permits(1, true); }), "22023");
+}
+
 }  // namespace
 }  // namespace dlock

@@ -21,9 +21,11 @@ const HolderRequest kExclusive{HolderMode::exclusive, 1};
 const HolderRequest kShared{HolderMode::shared, 1};
 HolderRequest permits(int n) { return HolderRequest{HolderMode::exclusive, n}; }
 
-Holder holder(HolderMode mode, Micros expires_at, bool same_owner = false) {
+Holder holder(HolderMode mode, Micros expires_at, bool same_owner = false,
+              int permits = 1) {
   Holder h;
   h.mode = mode;
+  h.permits = permits;
   h.row.token = 1;
   h.row.expires_at = expires_at;
   h.row.same_owner = same_owner;
@@ -35,20 +37,25 @@ Holder reader(Micros expires_at) {
 Holder writer(Micros expires_at) {
   return holder(HolderMode::exclusive, expires_at);
 }
+Holder permit(int of, Micros expires_at) {
+  return holder(HolderMode::exclusive, expires_at, false, of);
+}
 Holder released(Holder h) {
   h.row.released = true;
   return h;
 }
 
-HolderGrant decide(const std::vector<Holder>& holders, const HolderRequest& r,
-                   bool writer_waits = false, int in_force = 1) {
-  return decide_holder_grant(holders, in_force, r, writer_waits, kNow);
+HolderGrant decide(const std::vector<Holder>& holders, const HolderRequest& r) {
+  return decide_holder_grant(holders.data(), holders.size(), r, kNow);
+}
+Micros free_at(const std::vector<Holder>& holders, const HolderRequest& r) {
+  return holders_free_at(holders.data(), holders.size(), r, kNow);
 }
 
 TEST(DecideHolderGrant, NoHoldersGrantsAnyRequest) {
   EXPECT_EQ(decide({}, kExclusive), HolderGrant::new_holder);
   EXPECT_EQ(decide({}, kShared), HolderGrant::new_holder);
-  EXPECT_EQ(decide({}, permits(3), false, 1), HolderGrant::new_holder);
+  EXPECT_EQ(decide({}, permits(3)), HolderGrant::new_holder);
 }
 
 TEST(DecideHolderGrant, ReadersShareAndKeepWritersOut) {
@@ -64,19 +71,12 @@ TEST(DecideHolderGrant, AWriterKeepsEveryoneOut) {
   EXPECT_EQ(decide(w, kExclusive), HolderGrant::busy);
 }
 
-TEST(DecideHolderGrant, AWaitingWriterHoldsNewReadersBack) {
-  std::vector<Holder> readers{reader(kNow + kSecond)};
-  EXPECT_EQ(decide(readers, kShared, true), HolderGrant::busy);
-  EXPECT_EQ(decide({}, kShared, true), HolderGrant::busy);
-  // It does not hold back another writer (the queue orders writers).
-  EXPECT_EQ(decide({}, kExclusive, true), HolderGrant::new_holder);
-}
-
 TEST(DecideHolderGrant, GoneHoldersDoNotCount) {
   std::vector<Holder> gone{writer(kNow), released(writer(kNow + kSecond)),
                            reader(kNow - kSecond)};
   EXPECT_EQ(decide(gone, kExclusive), HolderGrant::new_holder);
   EXPECT_EQ(decide(gone, kShared), HolderGrant::new_holder);
+  EXPECT_EQ(decide(gone, permits(4)), HolderGrant::new_holder);
 }
 
 TEST(DecideHolderGrant, LockDelayAndMinHoldStillOccupy) {
@@ -94,8 +94,10 @@ TEST(DecideHolderGrant, TheSameOwnerRetriesOrIsRefusedTheOtherMode) {
                            reader(kNow + kSecond)};
   EXPECT_EQ(decide(mine, kShared), HolderGrant::same_token);
   EXPECT_EQ(decide(mine, kExclusive), HolderGrant::other_mode);
-  // A waiting writer does not stop the owner's retry.
-  EXPECT_EQ(decide(mine, kShared, true), HolderGrant::same_token);
+  EXPECT_EQ(decide(mine, permits(2)), HolderGrant::permits_differ);
+  std::vector<Holder> writing{holder(HolderMode::exclusive, kNow + 1, true)};
+  EXPECT_EQ(decide(writing, kExclusive), HolderGrant::same_token);
+  EXPECT_EQ(decide(writing, kShared), HolderGrant::other_mode);
   // Past its expiry the owner's grant is no longer its own to extend.
   Holder delayed = holder(HolderMode::exclusive, kNow - kSecond, true);
   delayed.row.lock_delay = 2 * kSecond;
@@ -103,48 +105,53 @@ TEST(DecideHolderGrant, TheSameOwnerRetriesOrIsRefusedTheOtherMode) {
 }
 
 TEST(DecideHolderGrant, ASemaphoreGrantsUpToItsPermits) {
-  std::vector<Holder> two{writer(kNow + kSecond), writer(kNow + kSecond)};
-  EXPECT_EQ(decide(two, permits(3), false, 3), HolderGrant::new_holder);
-  two.push_back(writer(kNow + kSecond));
-  EXPECT_EQ(decide(two, permits(3), false, 3), HolderGrant::busy);
+  std::vector<Holder> two{permit(3, kNow + kSecond), permit(3, kNow + kSecond)};
+  EXPECT_EQ(decide(two, permits(3)), HolderGrant::new_holder);
+  two.push_back(permit(3, kNow + kSecond));
+  EXPECT_EQ(decide(two, permits(3)), HolderGrant::busy);
   two[0] = released(two[0]);
-  EXPECT_EQ(decide(two, permits(3), false, 3), HolderGrant::new_holder);
+  EXPECT_EQ(decide(two, permits(3)), HolderGrant::new_holder);
+  std::vector<Holder> mine{holder(HolderMode::exclusive, kNow + 1, true, 3)};
+  EXPECT_EQ(decide(mine, permits(3)), HolderGrant::same_token);
 }
 
 TEST(DecideHolderGrant, APermitCountHoldsWhileAnyoneOccupies) {
-  std::vector<Holder> one{writer(kNow + kSecond)};
-  EXPECT_EQ(decide(one, permits(2), false, 3), HolderGrant::permits_differ);
-  EXPECT_EQ(decide(one, kExclusive, false, 3), HolderGrant::permits_differ);
+  std::vector<Holder> one{permit(3, kNow + kSecond)};
+  EXPECT_EQ(permits_in_force(one.data(), one.size(), kNow), 3);
+  EXPECT_EQ(decide(one, permits(2)), HolderGrant::permits_differ);
+  EXPECT_EQ(decide(one, kExclusive), HolderGrant::permits_differ);
+  EXPECT_EQ(decide(one, kShared), HolderGrant::permits_differ);
+  EXPECT_EQ(decide({writer(kNow + kSecond)}, permits(2)),
+            HolderGrant::permits_differ);
   // With nobody left, the next grant sets the count.
-  std::vector<Holder> gone{writer(kNow - kSecond)};
-  EXPECT_EQ(decide(gone, permits(2), false, 3), HolderGrant::new_holder);
+  std::vector<Holder> gone{permit(3, kNow - kSecond)};
+  EXPECT_EQ(permits_in_force(gone.data(), gone.size(), kNow), 0);
+  EXPECT_EQ(decide(gone, permits(2)), HolderGrant::new_holder);
 }
 
 TEST(HoldersFreeAt, NowWhenItCouldBeGranted) {
-  EXPECT_EQ(holders_free_at({}, 1, kExclusive, false, kNow), kNow);
+  EXPECT_EQ(free_at({}, kExclusive), kNow);
 }
 
 TEST(HoldersFreeAt, AWriterWaitsForTheLastOccupant) {
   std::vector<Holder> readers{reader(kNow + 2 * kSecond),
                               reader(kNow + kSecond)};
-  EXPECT_EQ(holders_free_at(readers, 1, kExclusive, false, kNow),
-            kNow + 2 * kSecond);
+  EXPECT_EQ(free_at(readers, kExclusive), kNow + 2 * kSecond);
 }
 
 TEST(HoldersFreeAt, AReaderWaitsOnlyForWriters) {
   Holder delayed = writer(kNow + kSecond);
   delayed.row.lock_delay = kSecond;
-  EXPECT_EQ(holders_free_at({delayed}, 1, kShared, false, kNow),
-            kNow + 2 * kSecond);
-  EXPECT_EQ(holders_free_at({reader(kNow + kSecond)}, 1, kShared, true, kNow),
-            kInt64Max);
+  std::vector<Holder> both{delayed, reader(kNow + 5 * kSecond)};
+  EXPECT_EQ(free_at(both, kShared), kNow + 2 * kSecond);
 }
 
 TEST(HoldersFreeAt, ASemaphoreWaitsForTheFirstPermitToFree) {
-  std::vector<Holder> full{writer(kNow + 3 * kSecond), writer(kNow + kSecond),
-                           writer(kNow + 2 * kSecond)};
-  EXPECT_EQ(holders_free_at(full, 3, permits(3), false, kNow), kNow + kSecond);
-  EXPECT_EQ(holders_free_at(full, 3, permits(2), false, kNow), kInt64Max);
+  std::vector<Holder> full{permit(3, kNow + 3 * kSecond),
+                           permit(3, kNow + kSecond),
+                           permit(3, kNow + 2 * kSecond)};
+  EXPECT_EQ(free_at(full, permits(3)), kNow + kSecond);
+  EXPECT_EQ(free_at(full, permits(2)), kInt64Max);
 }
 
 }  // namespace

@@ -1,0 +1,65 @@
+-- Shared leases: readers share, a writer needs them all gone; each holder
+-- is a grant of its own (token, owner, renew, release, lock-delay); the
+-- same owner retries, but never switches mode; dlock.leases and get().
+\set ECHO none
+\i sql/setup/fresh_dlock.sql
+\set ECHO all
+SET client_min_messages = warning;
+
+-- Two readers share; a writer is refused while they hold it.
+SELECT token, owner FROM dlock.try_acquire('doc', '1 min', 'r1', shared => true);
+SELECT token, owner FROM dlock.try_acquire('doc', '1 min', 'r2', shared => true);
+SELECT dlock.try_acquire('doc', '1 min', 'w') IS NULL AS writer_busy;
+SELECT regress.outcome($$SELECT dlock.acquire('doc', '1 min', '0', 'w')$$) AS writer_waits;
+-- A reader's retry gets its grant back (same token, later expiry).
+SELECT token FROM dlock.try_acquire('doc', '2 min', 'r1', shared => true);
+SELECT name, owner, token, state, mode, permits, holders, ttl
+  FROM dlock.leases WHERE name = 'doc' ORDER BY token;
+-- get(): the held holder with the latest token.
+SELECT token, owner FROM dlock.get('doc');
+
+-- No upgrade or downgrade: LD004, with the token to release.
+SELECT * FROM regress.error_of($$SELECT dlock.try_acquire('doc', '1 min', 'r1')$$);
+
+-- Each holder renews, asserts and releases its own grant, by token.
+SELECT token, valid_for > '4 min' AS renewed FROM dlock.renew('doc', 2, '5 min');
+SELECT regress.outcome($$SELECT dlock.assert_held('doc', 1)$$) AS r1_holds,
+       regress.outcome($$SELECT dlock.assert_held('doc', 2)$$) AS r2_holds;
+SELECT dlock.release('doc', 1, 'r2') AS wrong_owner, dlock.release('doc', 1) AS released,
+       dlock.release('doc', 1) AS again;
+SELECT regress.outcome($$SELECT dlock.renew('doc', 1)$$) AS renew_released;
+SELECT dlock.try_acquire('doc', '1 min', 'w') IS NULL AS writer_still_busy;
+
+-- The last reader expires (past its lock-delay): the writer gets the
+-- lease with a larger token, and the readers' rows go.
+SELECT regress.expire_holder('doc', 2);
+SELECT token, owner FROM dlock.try_acquire('doc', '1 min', 'w');
+SELECT name, owner, token, state, mode, holders FROM dlock.leases WHERE name = 'doc' ORDER BY token;
+SELECT count(*) AS holder_rows FROM dlock.lease_holders WHERE name = 'doc';
+SELECT regress.outcome($$SELECT dlock.renew('doc', 2)$$) AS renew_expired_reader;
+-- While the writer holds it, readers are refused; the writer cannot read.
+SELECT dlock.try_acquire('doc', '1 min', 'r3', shared => true) IS NULL AS reader_busy;
+SELECT * FROM regress.error_of($$SELECT dlock.try_acquire('doc', '1 min', 'w', shared => true)$$);
+SELECT dlock.release('doc', 3) AS writer_released;
+SELECT token FROM dlock.try_acquire('doc', '1 min', 'r3', shared => true);
+
+-- A reader that expired unreleased keeps writers out for its lock-delay,
+-- and readers may still join.
+SELECT token FROM dlock.try_acquire('delayed', '1 min', 'r1', shared => true, lock_delay => '1 h');
+SELECT regress.expire_holder('delayed', 5);
+SELECT dlock.try_acquire('delayed', '1 min', 'w') IS NULL AS writer_busy_in_lock_delay;
+SELECT token FROM dlock.try_acquire('delayed', '1 min', 'r2', shared => true);
+SELECT regress.expire_holder('delayed', 5, past_delay => true);
+SELECT regress.expire_holder('delayed', 6);
+SELECT token, owner FROM dlock.try_acquire('delayed', '1 min', 'w');
+
+-- The default owner is a session's, and never retries: a second shared
+-- grant in one session is another holder.
+SELECT count(*) AS grants FROM (
+    SELECT dlock.try_acquire('default', '1 min', shared => true)
+    UNION ALL SELECT dlock.try_acquire('default', '1 min', shared => true)) AS g;
+SELECT count(*) AS holders FROM dlock.leases WHERE name = 'default' AND state = 'held';
+
+-- shared NULL: 22004.
+SELECT code, message FROM regress.error_of($$SELECT dlock.try_acquire('x', '1 min', shared => NULL)$$);
+SELECT count(*) AS nothing_written FROM dlock.leases WHERE name = 'x';

@@ -1,0 +1,166 @@
+// SQL-callable all-or-nothing multi-leases: try_acquire_all and
+// acquire_all. Every name is taken in one transaction, in the names'
+// byte order, so that nobody sees a part of them held and two callers
+// never wait for each other in a cycle.
+
+#include "args.h"
+#include "boundary.h"
+#include "gate.h"
+#include "grant.h"
+#include "intervals.h"
+#include "lease_queue.h"
+#include "lease_value.h"
+
+namespace dlock::pg {
+namespace {
+
+struct Names {
+  const char** names;
+  int count;
+};
+DLOCK_PLAIN_STRUCT(Names);
+
+int compare_names(const void* a, const void* b) {
+  return strcmp(*static_cast<const char* const*>(a),
+                *static_cast<const char* const*>(b));
+}
+
+// The names argument, checked and sorted: 22004 for a NULL array or
+// element, 22023 for an empty array, a bad name or a name given twice.
+Names sorted_names(FunctionCallInfo fcinfo) {
+  require(fcinfo, 0, "names");
+  ArrayType* array = PG_GETARG_ARRAYTYPE_P(0);
+  Datum* elements;
+  bool* nulls;
+  int count;
+  deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elements, &nulls,
+                    &count);
+  if (count == 0) {
+    throw_error(sqlstate::invalid_parameter_value, "names must not be empty");
+  }
+  Names sorted{static_cast<const char**>(palloc(sizeof(char*) * count)), count};
+  for (int i = 0; i < count; ++i) {
+    if (nulls[i]) {
+      throw_error(sqlstate::null_value_not_allowed,
+                  "names must not contain NULL",
+                  psprintf("Element %d is NULL.", i + 1));
+    }
+    sorted.names[i] = TextDatumGetCString(elements[i]);
+    dlock::check_name(sorted.names[i]);
+  }
+  qsort(sorted.names, count, sizeof(char*), compare_names);
+  for (int i = 1; i < count; ++i) {
+    if (strcmp(sorted.names[i - 1], sorted.names[i]) == 0) {
+      throw_error(
+          sqlstate::invalid_parameter_value,
+          psprintf("lease \"%s\" is named twice in names", sorted.names[i]),
+          nullptr, "Name each lease once.");
+    }
+  }
+  return sorted;
+}
+
+// The grants as the function's rows (none when count is 0).
+Datum return_grants(FunctionCallInfo fcinfo, const Names& names,
+                    const LeaseRequest& terms, const Granted* grants,
+                    int count) {
+  InitMaterializedSRF(fcinfo, 0);
+  ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+  for (int i = 0; i < count; ++i) {
+    Datum lease =
+        lease_value(fcinfo, names.names[i], terms.owner, grants[i].token,
+                    grants[i].acquired_at, grants[i].expires_at);
+    HeapTupleHeader header = DatumGetHeapTupleHeader(lease);
+    HeapTupleData tuple;
+    tuple.t_len = HeapTupleHeaderGetDatumLength(header);
+    ItemPointerSetInvalid(&tuple.t_self);
+    tuple.t_tableOid = InvalidOid;
+    tuple.t_data = header;
+    tuplestore_puttuple(rsinfo->setResult, &tuple);
+  }
+  return static_cast<Datum>(0);
+}
+
+void give_back_gates(const Names& names, int taken) {
+  for (int i = 0; i < taken; ++i) release_gate(gate_tag(names.names[i]));
+}
+
+}  // namespace
+
+// dlock.try_acquire_all(names text[], ttl interval, owner text,
+// lock_delay interval, max_hold interval, min_hold interval)
+// RETURNS SETOF dlock.lease: all granted, or no row and nothing written.
+// A first look without locks; then every gate; then, with no write of
+// any of the leases in flight, a look at each as committed now; only
+// when all are free, the writes (which cannot find one busy then: with
+// the gates held, time only frees a lease).
+DLOCK_FUNCTION(dlock_try_acquire_all) {
+  Names names = sorted_names(fcinfo);
+  LeaseRequest terms = lease_terms(fcinfo, 2);
+  PreventCommandIfReadOnly("dlock.try_acquire_all()");
+  Micros free_in;
+  for (int i = 0; i < names.count; ++i) {
+    if (peek_grant(lease_request_for(terms, names.names[i]), &free_in) ==
+        Peek::busy) {
+      return return_grants(fcinfo, names, terms, nullptr, 0);
+    }
+  }
+  for (int i = 0; i < names.count; ++i) {
+    LeaseRequest req = lease_request_for(terms, names.names[i]);
+    Peek peeked = peek_grant(req, &free_in);
+    if (peeked == Peek::busy ||
+        (peeked != Peek::retry && others_queued(req.name)) ||
+        !try_gate(gate_tag(req.name))) {
+      give_back_gates(names, i);
+      return return_grants(fcinfo, names, terms, nullptr, 0);
+    }
+  }
+  for (int i = 0; i < names.count; ++i) {
+    if (peek_grant(lease_request_for(terms, names.names[i]), &free_in) ==
+        Peek::busy) {
+      give_back_gates(names, names.count);
+      return return_grants(fcinfo, names, terms, nullptr, 0);
+    }
+  }
+  Granted* grants =
+      static_cast<Granted*>(palloc(sizeof(Granted) * names.count));
+  for (int i = 0; i < names.count; ++i) {
+    if (grant_gated(lease_request_for(terms, names.names[i]), &grants[i],
+                    &free_in) != Attempt::granted) {
+      // Only a REPEATABLE READ snapshot older than the lease can get here.
+      ereport(ERROR,
+              (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+               errmsg("could not serialize access due to concurrent update"),
+               errdetail("Lease \"%s\" was taken after the transaction's "
+                         "snapshot.",
+                         names.names[i])));
+    }
+  }
+  return return_grants(fcinfo, names, terms, grants, names.count);
+}
+
+// dlock.acquire_all(names text[], ttl interval, timeout interval, owner
+// text, ...) RETURNS SETOF dlock.lease: waits for each lease in turn, as
+// dlock.acquire() does, until one deadline. The grants made so far are
+// uncommitted while it waits for the next, so nobody sees them held; on
+// timeout the error rolls them back.
+DLOCK_FUNCTION(dlock_acquire_all) {
+  Names names = sorted_names(fcinfo);
+  LeaseRequest terms = lease_terms(fcinfo, 3);
+  Micros timeout = dlock::check_timeout(
+      interval_fields(required_interval(fcinfo, 2, "timeout")));
+  PreventCommandIfReadOnly("dlock.acquire_all()");
+  refuse_waits_in_snapshot("dlock.acquire_all()");
+  Deadline deadline = Deadline::after(dlock::monotonic_now(), timeout);
+  Granted* grants =
+      static_cast<Granted*>(palloc(sizeof(Granted) * names.count));
+  for (int i = 0; i < names.count; ++i) {
+    if (!acquire_until(lease_request_for(terms, names.names[i]), deadline,
+                       &grants[i])) {
+      raise_timed_out(names.names[i], timeout);
+    }
+  }
+  return return_grants(fcinfo, names, terms, grants, names.count);
+}
+
+}  // namespace dlock::pg
