@@ -21,7 +21,7 @@ SELECT name, owner, lock_delay FROM dlock.leases WHERE name IN ('d', 'e') ORDER 
 SELECT dlock.release('a', 1) AS released;
 SELECT dlock.release_all('o1') AS released;
 SELECT name, token FROM dlock.try_acquire_all('{a,b,c}', '1 min', 'o3');
--- A shared holder or a semaphore permit makes the name busy too.
+-- A shared holder makes the name busy too.
 SELECT token FROM dlock.try_acquire('s', '1 min', 'r', shared => true);
 SELECT name FROM dlock.try_acquire_all('{s,t}', '1 min', 'o4');
 SELECT count(*) AS t_rows FROM dlock.leases WHERE name = 't';

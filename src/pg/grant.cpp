@@ -202,12 +202,16 @@ void log_grant(const LeaseRequest& req, Step step, Grant kind,
 }
 
 // peek_grant(), keeping the lease_store row read for the write (its
-// version is what write_grant() compares).
-Peek peek(const LeaseRequest& req, Micros* free_in,
+// version is what write_grant() compares). Unless `exact`, an exclusive
+// request is judged on the lease_store row alone, one index read: a busy
+// row answers at once, and a name whose holders occupy it is found busy
+// with the gate taken, where the holders are read anyway.
+Peek peek(const LeaseRequest& req, bool exact, Micros* free_in,
           std::optional<StoredLease>* read) {
   std::optional<StoredLease>& row = *read;
   row = read_lease(req.name);
-  HolderRows holders = read_holders(req.name, Seen::snapshot);
+  HolderRows holders{nullptr, 0};
+  if (exact || !is_plain(req)) holders = read_holders(req.name, Seen::snapshot);
   Micros now = GetCurrentTimestamp();
   Decision d = decide(row, holders, req, now);
   *free_in = d.free_at > 0 ? d.free_at - now : 0;
@@ -333,7 +337,7 @@ LeaseRequest lease_request_for(const LeaseRequest& terms, const char* name) {
 
 Peek peek_grant(const LeaseRequest& req, Micros* free_in) {
   std::optional<StoredLease> row;
-  return peek(req, free_in, &row);
+  return peek(req, true, free_in, &row);
 }
 
 Attempt grant_gated(const LeaseRequest& req, Granted* out, Micros* free_in) {
@@ -351,7 +355,7 @@ Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
     return Attempt::timed_out;
   }
   std::optional<StoredLease> row;
-  Peek first = peek(req, free_in, &row);
+  Peek first = peek(req, false, free_in, &row);
   if (first == Peek::busy) {
     if (who.head) release_gate(gate);
     return Attempt::busy;

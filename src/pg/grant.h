@@ -62,8 +62,8 @@ DLOCK_PLAIN_STRUCT(Attempter);
 inline const Attempter kOutsideQueue{false, Deadline::never()};
 
 // One attempt. When busy, *free_in is the time until the holders' grants
-// leave room (0 if unknown). A lease held by another owner costs two index
-// reads: no WAL, no row lock. Only an explicit owner re-enters a lease it
+// leave room (0 if unknown). A lease held by another owner costs one index
+// read (two for a shared or semaphore request): no WAL, no row lock. Only an explicit owner re-enters a lease it
 // holds (same token): the default owner is a backend's, and a transaction
 // pooler shares a backend among many clients. An owner asking for the
 // lease in the other mode than it holds it gets LD004; a permit count

@@ -1,4 +1,5 @@
-# pg_dump -Fc and pg_restore carry dlock's state: lease rows, fences, rows
+# pg_dump -Fc and pg_restore carry dlock's state: lease rows, the holders
+# of a shared lease, fences, rows
 # written by fenced_update and the token sequence, into a new database of
 # the same cluster and into a new cluster, where the role that acquired a
 # lease need not exist. Tokens granted after the restore start a new epoch
@@ -30,6 +31,11 @@ $token{d} = grant_token($old, 'd', 'owner-d', db => 'app',
 $token{e} = grant_token($old, 'e', 'owner-e', db => 'app');
 is(join(',', map { $token{$_} } qw(a b c d e)), '1,2,3,4,5',
 	'five grants got tokens 1..5');
+# And a shared lease f with two readers, tokens 6 and 7.
+is($old->safe_psql('app', q{
+SELECT token FROM dlock.try_acquire('f', '1 h', 'reader-1', shared => true);
+SELECT token FROM dlock.try_acquire('f', '1 h', 'reader-2', shared => true)}),
+	"6\n7", 'two readers of f got tokens 6 and 7');
 
 # Fences and fenced writes.
 is($old->safe_psql('app', qq{SELECT dlock.fence('bucket/x', $token{a});
@@ -41,8 +47,8 @@ SELECT dlock.fenced_update('docs', $token{e}, '{"body": "v2"}', '{"id": 2}')}),
 # What the dump must carry, read the same way everywhere.
 my %query = (
 	leases => q{SELECT name, owner, token, state, acquired_at, expires_at, ttl,
-	                   released_at, acquired_by
-	              FROM dlock.leases ORDER BY name},
+	                   released_at, acquired_by, mode, permits, holders
+	              FROM dlock.leases ORDER BY name, token},
 	fences => q{SELECT resource, token, fenced_at FROM dlock.fences ORDER BY resource},
 	docs => q{SELECT id, body, fence_token FROM docs ORDER BY id},
 	sequence => q{SELECT last_value, is_called FROM dlock.token_seq},
@@ -53,10 +59,10 @@ my $su = $old->safe_psql('app', 'SELECT current_user');
 is($old->safe_psql('app',
 	q{SELECT string_agg(name || ':' || state || ':' || acquired_by, ',' ORDER BY name)
 	    FROM dlock.leases}),
-	"a:held:$su,b:released:$su,c:held:$su,d:held:lease_taker,e:held:$su",
+	"a:held:$su,b:released:$su,c:held:$su,d:held:lease_taker,e:held:$su,f:held:$su,f:held:$su",
 	'lease states and roles before the dump');
-is($before{sequence}, '5|t', 'the token sequence stands at 5 before the dump');
-my $max_dumped = 5;
+is($before{sequence}, '7|t', 'the token sequence stands at 7 before the dump');
+my $max_dumped = 7;
 
 my $dump = PostgreSQL::Test::Utils::tempdir() . '/app.dump';
 $old->command_ok([ 'pg_dump', '-Fc', '-f', $dump, 'app' ], 'pg_dump -Fc');
@@ -64,7 +70,7 @@ $old->command_ok([ 'pg_dump', '-Fc', '-f', $dump, 'app' ], 'pg_dump -Fc');
 # The old database goes on granting after the dump was taken.
 my @after_dump;
 push @after_dump, grant_token($old, "late-$_", 'old-db', db => 'app') for 1 .. 3;
-is(join(',', @after_dump), '6,7,8', 'the old database granted 6..8 after the dump');
+is(join(',', @after_dump), '8,9,10', 'the old database granted 8..10 after the dump');
 
 # Checks database $db of $node, restored from the dump; returns the tokens
 # it granted.
@@ -86,6 +92,8 @@ sub check_restored
 		$token{c}, "$where: the holder of c gets its token back");
 	is(grant_token($node, 'a', 'intruder', db => $db),
 		'', "$where: a is still held");
+	is(grant_token($node, 'f', 'writer', db => $db),
+		'', "$where: f is still held by its readers");
 	my @new = map { grant_token($node, $_, 'new-owner', db => $db) }
 	  qw(b new-1 new-2);
 	is(scalar(grep { $_ <= $max_dumped } @new), 0,
