@@ -235,19 +235,23 @@ SELECT w.pid,
            AND l.database OPERATOR(pg_catalog.=)
                (SELECT d.oid FROM pg_catalog.pg_database AS d
                  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())) AS w
-  JOIN (SELECT l.name, l.released_at, l.expires_at, l.lock_delay, l.acquired_at, l.min_hold,
-               l.backend_pid, l.backend_start
-          FROM dlock.lease_store AS l
-        UNION ALL
-        SELECT h.name, h.released_at, h.expires_at, h.lock_delay, h.acquired_at, h.min_hold,
-               h.backend_pid, h.backend_start
-          FROM dlock.lease_holders AS h) AS s
+  -- The sessions of the grants that occupy the name, each once: one
+  -- session may hold several grants of a shared lease or a semaphore.
+  JOIN (SELECT DISTINCT g.name, g.backend_pid, g.backend_start
+          FROM (SELECT l.name, l.released_at, l.expires_at, l.lock_delay, l.acquired_at,
+                       l.min_hold, l.backend_pid, l.backend_start
+                  FROM dlock.lease_store AS l
+                UNION ALL
+                SELECT h.name, h.released_at, h.expires_at, h.lock_delay, h.acquired_at,
+                       h.min_hold, h.backend_pid, h.backend_start
+                  FROM dlock.lease_holders AS h) AS g
+         WHERE dlock.lease_state(g.released_at, g.expires_at, g.lock_delay,
+                                 pg_catalog.clock_timestamp(),
+                                 g.acquired_at OPERATOR(pg_catalog.+) g.min_hold)
+               OPERATOR(pg_catalog.=) ANY ('{held,lock-delay,released-early}'::pg_catalog.text[])) AS s
     ON pg_catalog.hashtextextended(s.name, 0) OPERATOR(pg_catalog.=)
        ((w.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
         OPERATOR(pg_catalog.|) w.objid::pg_catalog.int8)
-   AND dlock.lease_state(s.released_at, s.expires_at, s.lock_delay, pg_catalog.clock_timestamp(),
-                         s.acquired_at OPERATOR(pg_catalog.+) s.min_hold)
-       OPERATOR(pg_catalog.=) ANY ('{held,lock-delay,released-early}'::pg_catalog.text[])
   LEFT JOIN pg_catalog.pg_stat_activity AS wa ON wa.pid OPERATOR(pg_catalog.=) w.pid
   LEFT JOIN pg_catalog.pg_stat_activity AS ba
          ON ba.pid OPERATOR(pg_catalog.=) s.backend_pid

@@ -25,12 +25,17 @@ SELECT name, token FROM dlock.try_acquire_all('{a,b,c}', '1 min', 'o3');
 SELECT token FROM dlock.try_acquire('s', '1 min', 'r', shared => true);
 SELECT name FROM dlock.try_acquire_all('{s,t}', '1 min', 'o4');
 SELECT count(*) AS t_rows FROM dlock.leases WHERE name = 't';
+-- A name a semaphore holds is refused, as try_acquire refuses it.
+SELECT token FROM dlock.try_acquire('sem', '1 min', 'p', permits => 2);
+SELECT code, detail FROM regress.error_of($$SELECT dlock.try_acquire_all('{sem,u}', '1 min', 'o4')$$);
+SELECT count(*) AS u_rows FROM dlock.leases WHERE name = 'u';
 
 -- Bad input: 22004 for a NULL array or element, 22023 for an empty array,
 -- a name twice or a bad name; nothing written.
 SELECT code, message, detail FROM regress.error_of($$SELECT dlock.try_acquire_all(NULL, '1 min')$$);
 SELECT code, message, detail FROM regress.error_of($$SELECT dlock.try_acquire_all('{x,NULL}', '1 min')$$);
 SELECT code, message FROM regress.error_of($$SELECT dlock.try_acquire_all('{}', '1 min')$$);
+SELECT code, message, detail FROM regress.error_of($$SELECT dlock.try_acquire_all('{{x,y},{z,w}}', '1 min')$$);
 SELECT code, message FROM regress.error_of($$SELECT dlock.acquire_all('{x,y,x}', '1 min', '1 s')$$);
 SELECT code, message FROM regress.error_of($$SELECT dlock.try_acquire_all('{x,""}', '1 min')$$);
 SELECT code, message FROM regress.error_of($$SELECT dlock.try_acquire_all('{x}', '0')$$);

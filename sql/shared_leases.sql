@@ -60,6 +60,23 @@ SELECT count(*) AS grants FROM (
     UNION ALL SELECT dlock.try_acquire('default', '1 min', shared => true)) AS g;
 SELECT count(*) AS holders FROM dlock.leases WHERE name = 'default' AND state = 'held';
 
+-- A reader's token whose row is gone is stale: a newer grant took the
+-- name (LD001 from assert_held, LD002 naming the latest token from renew).
+SELECT token FROM dlock.try_acquire('gone', '1 min', 'r1', shared => true);
+SELECT dlock.release('gone', token) FROM dlock.leases WHERE name = 'gone';
+SELECT token FROM dlock.try_acquire('gone', '1 min', 'r2', shared => true);
+SELECT count(*) AS holder_rows FROM dlock.lease_holders WHERE name = 'gone';
+SELECT code, detail FROM regress.error_of($$SELECT dlock.assert_held('gone', 10)$$);
+SELECT code, detail FROM regress.error_of($$SELECT dlock.renew('gone', 10)$$);
+-- A reader taking a name whose exclusive grant expired unreleased
+-- replaces that grant's row; its token is stale too.
+SELECT token FROM dlock.try_acquire('was-exclusive', '1 min', 'w');
+SELECT regress.expire('was-exclusive');
+SELECT token FROM dlock.try_acquire('was-exclusive', '1 min', 'r1', shared => true);
+SELECT count(*) AS store_rows FROM dlock.lease_store WHERE name = 'was-exclusive';
+SELECT code, detail FROM regress.error_of($$SELECT dlock.renew('was-exclusive', 12)$$);
+SELECT code, detail FROM regress.error_of($$SELECT dlock.assert_held('was-exclusive', 12)$$);
+
 -- shared NULL: 22004.
 SELECT code, message FROM regress.error_of($$SELECT dlock.try_acquire('x', '1 min', shared => NULL)$$);
 SELECT count(*) AS nothing_written FROM dlock.leases WHERE name = 'x';

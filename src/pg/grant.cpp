@@ -173,7 +173,7 @@ void remove_gone_holders(const HolderRows& rows, const char* name,
   for (int i = 0; i < rows.count; ++i) {
     const StoredLease& holder = rows.rows[i];
     if (dlock::occupies(rules_row(holder), now)) continue;
-    delete_holder(holder);
+    (void)delete_row(holder);
     if (!holder.released) notify_taken_over(name, holder.token, new_token);
   }
 }
@@ -233,6 +233,7 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
   Decision d;
   GrantTerms terms;
   const StoredLease* extended = nullptr;  // the grant a retry extends
+  std::optional<StoredLease> ended;       // the exclusive row a holder replaced
   for (;;) {
     holders = read_holders(req.name, Seen::latest);
     now = GetCurrentTimestamp();
@@ -258,6 +259,18 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
     terms.lock_delay = exact_interval(req.lock_delay);
     terms.max_hold = req.max_hold > 0 ? exact_interval(req.max_hold) : nullptr;
     terms.min_hold = req.min_hold > 0 ? exact_interval(req.min_hold) : nullptr;
+    if (d.step == Step::new_holder && row &&
+        !dlock::occupies(rules_row(*row), now)) {
+      // The name's exclusive grant has ended: its row goes, as gone
+      // holders' rows do, and a holder that never released it is told.
+      if (delete_row(*row) == RowWrite::changed) {
+        CHECK_FOR_INTERRUPTS();
+        row = read_lease(req.name);
+        continue;
+      }
+      ended = *row;
+      row.reset();
+    }
     if (d.step == Step::new_holder) {
       insert_holder(req.name, req.owner, req.shared, req.permits, terms,
                     &out->token);
@@ -288,6 +301,9 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
   if (log_grants) log_grant(req, d.step, d.kind, row, out->token);
   if (d.step == Step::write_store && takes_over(d.kind, row)) {
     notify_taken_over(req.name, row->token, out->token);
+  }
+  if (ended && !ended->released) {
+    notify_taken_over(req.name, ended->token, out->token);
   }
   commit_durably();
   return Attempt::granted;
@@ -365,6 +381,10 @@ Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
   } else if ((first != Peek::retry && others_queued(req.name)) ||
              !try_gate(gate)) {
     // The owner's retry of its held grant never waits behind the queue.
+    // An exclusive request judged on its row alone is judged on the
+    // holders too, so that a refusal (LD004, 22023) does not depend on
+    // whether someone waits.
+    if (is_plain(req)) (void)peek(req, true, free_in, &row);
     return Attempt::busy;
   }
   return grant_with_gate(req, row, out, free_in);

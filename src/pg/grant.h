@@ -63,11 +63,11 @@ inline const Attempter kOutsideQueue{false, Deadline::never()};
 
 // One attempt. When busy, *free_in is the time until the holders' grants
 // leave room (0 if unknown). A lease held by another owner costs one index
-// read (two for a shared or semaphore request): no WAL, no row lock. Only an explicit owner re-enters a lease it
-// holds (same token): the default owner is a backend's, and a transaction
-// pooler shares a backend among many clients. An owner asking for the
-// lease in the other mode than it holds it gets LD004; a permit count
-// other than the holders' gets 22023.
+// read (two for a shared or semaphore request): no WAL, no row lock. Only an
+// explicit owner re-enters a lease it holds (same token): the default owner is
+// a backend's, and a transaction pooler shares a backend among many clients. An
+// owner asking for the lease in the other mode than it holds it gets LD004; a
+// permit count other than the holders' gets 22023.
 Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
                       Granted* out, Micros* free_in);
 

@@ -92,11 +92,34 @@ std::optional<StoredLease> read_holder_for_share(const char* name,
   return row;
 }
 
+namespace {
+
+// The name's latest grant, of its lease_store row and its holders.
+std::optional<StoredLease> latest_grant(const char* name,
+                                        const std::optional<StoredLease>& row) {
+  std::optional<StoredLease> latest = row;
+  HolderRows holders = read_holders(name, Seen::snapshot);
+  for (int i = 0; i < holders.count; ++i) {
+    if (!latest || holders.rows[i].token > latest->token) {
+      latest = holders.rows[i];
+    }
+  }
+  return latest;
+}
+
+}  // namespace
+
 std::optional<StoredLease> read_grant(const char* name, int64 token) {
   std::optional<StoredLease> row = read_lease(name);
   if (row && row->token == token) return row;
   std::optional<StoredLease> holder = read_holder(name, token);
-  return holder ? holder : row;
+  if (holder) return holder;
+  return latest_grant(name, row);
+}
+
+int64 latest_token(const char* name) {
+  std::optional<StoredLease> latest = latest_grant(name, read_lease(name));
+  return latest ? latest->token : 0;
 }
 
 void insert_holder(const char* name, const char* owner, bool shared,
@@ -124,13 +147,6 @@ void insert_holder(const char* name, const char* owner, bool shared,
   OwnerSpi spi = owner_spi_connect();
   (void)run_plan(insert_holder_row, args, nulls);
   owner_spi_finish(spi);
-}
-
-void delete_holder(const StoredLease& holder) {
-  Relation rel = table_open(dlock_relation(DlockRelation::lease_holders),
-                            RowExclusiveLock);
-  simple_heap_delete(rel, &holder.tuple->t_self);
-  table_close(rel, NoLock);
 }
 
 }  // namespace dlock::pg

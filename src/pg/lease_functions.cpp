@@ -38,6 +38,7 @@ DLOCK_PLAIN_STRUCT(std::optional<StoredLease>);
                                   dlock::describe(why))));
   }
   bool forced = why == NotHeld::released && row && row->forced_by != nullptr;
+  int64 latest = latest_token(name);
   const char* reason = forced
                            ? psprintf("The lease was force-released by %s: %s",
                                       row->forced_by, row->force_reason)
@@ -45,9 +46,9 @@ DLOCK_PLAIN_STRUCT(std::optional<StoredLease>);
   throw_error(sqlstate::lease_not_held,
               psprintf("lease \"%s\" is not held with token %lld", name,
                        static_cast<long long>(token)),
-              row ? psprintf("%s; its latest token is %lld.", reason,
-                             static_cast<long long>(row->token))
-                  : psprintf("%s.", reason),
+              latest > 0 ? psprintf("%s; its latest token is %lld.", reason,
+                                    static_cast<long long>(latest))
+                         : psprintf("%s.", reason),
               why == NotHeld::never_granted
                   ? "Use the token the lease was granted with."
                   : "Acquire the lease again; work done under this token may "
@@ -150,8 +151,9 @@ DLOCK_FUNCTION(dlock_assert_held) {
   share_gate(name);
   std::optional<StoredLease> row = read_lease_for_share(name);
   if (!row || row->token != token) {
+    // A holder's row, or else the name's latest grant, for the answer.
     std::optional<StoredLease> holder = read_holder_for_share(name, token);
-    if (holder) row = holder;
+    row = holder ? holder : read_grant(name, token);
   }
   check_may_act(name, token, row);
   dlock::NotHeld why =

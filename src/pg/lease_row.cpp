@@ -97,6 +97,35 @@ RowWrite insert_row(const char* name, const char* owner, Datum role,
   return created == 1 ? RowWrite::written : RowWrite::changed;
 }
 
+// What a heap_update() or heap_delete() of a row version that was read
+// means for the caller.
+RowWrite row_write(TM_Result result) {
+  switch (result) {
+    case TM_Ok:
+      return RowWrite::written;
+    case TM_Updated:
+    case TM_Deleted:
+      // As the executor's UPDATE does when the row it read has moved on.
+      if (IsolationUsesXactSnapshot()) {
+        ereport(ERROR,
+                (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                 errmsg("could not serialize access due to concurrent %s",
+                        result == TM_Updated ? "update" : "delete")));
+      }
+      return RowWrite::changed;
+    default:
+      elog(ERROR, "dlock: unexpected result %d writing a lease row",
+           static_cast<int>(result));
+  }
+}
+
+// The table a row was read from, opened for writing.
+Relation open_table_of(const StoredLease& row) {
+  return table_open(dlock_relation(row.in_holders ? DlockRelation::lease_holders
+                                                  : DlockRelation::lease_store),
+                    RowExclusiveLock);
+}
+
 // Replaces the version of the lease row that was read by one
 // with `columns` set, as an UPDATE would (heap-only when it can, so that
 // a lease's many grants and releases need no index entries), without
@@ -104,10 +133,7 @@ RowWrite insert_row(const char* name, const char* owner, Datum role,
 // no other dlock write of the row is in flight.
 RowWrite update_row(const StoredLease& row, const ColumnValue* columns,
                     int count) {
-  Relation rel =
-      table_open(dlock_relation(row.in_holders ? DlockRelation::lease_holders
-                                               : DlockRelation::lease_store),
-                 RowExclusiveLock);
+  Relation rel = open_table_of(row);
   TupleDesc desc = RelationGetDescr(rel);
   Datum* values = static_cast<Datum*>(palloc0(sizeof(Datum) * desc->natts));
   bool* nulls = static_cast<bool*>(palloc0(sizeof(bool) * desc->natts));
@@ -125,26 +151,11 @@ RowWrite update_row(const StoredLease& row, const ColumnValue* columns,
   TM_Result result =
       heap_update(rel, &row.tuple->t_self, updated, GetCurrentCommandId(true),
                   InvalidSnapshot, true, &failure, &lock_mode);
-  switch (result) {
-    case TM_Ok:
-      if (!HeapTupleIsHeapOnly(updated)) insert_index_entries(rel, updated);
-      table_close(rel, NoLock);
-      return RowWrite::written;
-    case TM_Updated:
-    case TM_Deleted:
-      // As the executor's UPDATE does when the row it read has moved on.
-      if (IsolationUsesXactSnapshot()) {
-        ereport(ERROR,
-                (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                 errmsg("could not serialize access due to concurrent %s",
-                        result == TM_Updated ? "update" : "delete")));
-      }
-      table_close(rel, NoLock);
-      return RowWrite::changed;
-    default:
-      elog(ERROR, "dlock: unexpected result %d updating a lease row",
-           static_cast<int>(result));
+  if (result == TM_Ok && !HeapTupleIsHeapOnly(updated)) {
+    insert_index_entries(rel, updated);
   }
+  table_close(rel, NoLock);
+  return row_write(result);
 }
 
 }  // namespace
@@ -305,6 +316,16 @@ RowWrite write_renew(const StoredLease& row, TimestampTz expires_at,
       {kColRenewCount, Int64GetDatum(row.renew_count + 1), false},
   };
   return update_row(row, columns, lengthof(columns));
+}
+
+RowWrite delete_row(const StoredLease& row) {
+  Relation rel = open_table_of(row);
+  TM_FailureData failure;
+  TM_Result result =
+      heap_delete(rel, &row.tuple->t_self, GetCurrentCommandId(true),
+                  InvalidSnapshot, true, &failure, false);
+  table_close(rel, NoLock);
+  return row_write(result);
 }
 
 RowWrite write_release(const StoredLease& row, TimestampTz now) {

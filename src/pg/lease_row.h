@@ -126,5 +126,8 @@ RowWrite write_renew(const StoredLease& row, TimestampTz expires_at,
                      Interval* ttl);
 // Marks the grant released at `now`.
 RowWrite write_release(const StoredLease& row, TimestampTz now);
+// Deletes a row that no longer occupies its name, when the name's next
+// grant is written.
+RowWrite delete_row(const StoredLease& row);
 
 }  // namespace dlock::pg

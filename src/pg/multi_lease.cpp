@@ -26,10 +26,16 @@ int compare_names(const void* a, const void* b) {
 }
 
 // The names argument, checked and sorted: 22004 for a NULL array or
-// element, 22023 for an empty array, a bad name or a name given twice.
+// element, 22023 for an empty or multi-dimensional array, a bad name or a
+// name given twice.
 Names sorted_names(FunctionCallInfo fcinfo) {
   require(fcinfo, 0, "names");
   ArrayType* array = PG_GETARG_ARRAYTYPE_P(0);
+  if (ARR_NDIM(array) > 1) {
+    throw_error(sqlstate::invalid_parameter_value,
+                "names must be a one-dimensional array",
+                psprintf("It has %d dimensions.", ARR_NDIM(array)));
+  }
   Datum* elements;
   bool* nulls;
   int count;
