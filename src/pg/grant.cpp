@@ -259,6 +259,17 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
     terms.lock_delay = exact_interval(req.lock_delay);
     terms.max_hold = req.max_hold > 0 ? exact_interval(req.max_hold) : nullptr;
     terms.min_hold = req.min_hold > 0 ? exact_interval(req.min_hold) : nullptr;
+    // A holder's grant writes no lease_store row, so nothing compares the
+    // row this decision saw with the row as it is: check it here. In READ
+    // COMMITTED it was read with the gate held and cannot have changed.
+    if (d.step == Step::new_holder || d.step == Step::extend_holder) {
+      std::optional<StoredLease> latest = read_lease(req.name, Seen::latest);
+      if (!same_version(row, latest)) {
+        if (IsolationUsesXactSnapshot()) raise_serialization_failure();
+        row = latest;
+        continue;
+      }
+    }
     if (d.step == Step::new_holder && row &&
         !dlock::occupies(rules_row(*row), now)) {
       // The name's exclusive grant has ended: its row goes, as gone
@@ -422,7 +433,7 @@ bool acquire_until(const LeaseRequest& req, Deadline deadline, Granted* out) {
   return granted;
 }
 
-void refuse_waits_in_snapshot(const char* function) {
+void refuse_waits_in_snapshot(const char* function, const char* instead) {
   if (!IsolationUsesXactSnapshot()) return;
   throw_error(sqlstate::feature_not_supported,
               psprintf("%s cannot wait in a REPEATABLE READ or SERIALIZABLE "
@@ -430,9 +441,8 @@ void refuse_waits_in_snapshot(const char* function) {
                        function),
               "The transaction's snapshot would never see the lease "
               "being released.",
-              psprintf("Use dlock.try_acquire(), or call %s in a READ "
-                       "COMMITTED transaction.",
-                       function));
+              psprintf("Use %s, or call %s in a READ COMMITTED transaction.",
+                       instead, function));
 }
 
 void raise_timed_out(const char* name, Micros timeout) {

@@ -92,8 +92,9 @@ Attempt grant_gated(const LeaseRequest& req, Granted* out, Micros* free_in);
 bool acquire_until(const LeaseRequest& req, Deadline deadline, Granted* out);
 
 // 0A000 for a wait in a REPEATABLE READ or SERIALIZABLE transaction, whose
-// snapshot would never see the lease released. `function` names the call.
-void refuse_waits_in_snapshot(const char* function);
+// snapshot would never see the lease released. `function` names the call,
+// `instead` the one that does not wait.
+void refuse_waits_in_snapshot(const char* function, const char* instead);
 
 // 55P03: `name` was not granted within `timeout`.
 [[noreturn]] void raise_timed_out(const char* name, Micros timeout);

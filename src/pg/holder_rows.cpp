@@ -114,6 +114,11 @@ std::optional<StoredLease> read_grant(const char* name, int64 token) {
   if (row && row->token == token) return row;
   std::optional<StoredLease> holder = read_holder(name, token);
   if (holder) return holder;
+  // A snapshot older than the grant cannot say it was never made.
+  if (IsolationUsesXactSnapshot() &&
+      !same_version(row, read_lease(name, Seen::latest))) {
+    raise_serialization_failure();
+  }
   return latest_grant(name, row);
 }
 

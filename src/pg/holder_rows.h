@@ -20,12 +20,6 @@ struct HolderRows {
 };
 DLOCK_PLAIN_STRUCT(HolderRows);
 
-// Which rows a read sees: the transaction's snapshot (a fresh one in READ
-// COMMITTED), or every committed row, whatever the isolation level. A
-// decision taken with the lease's gate held reads the latest: a grant
-// must not miss a holder because its snapshot is older.
-enum class Seen { snapshot, latest };
-
 HolderRows read_holders(const char* name, Seen seen);
 
 // The holder of `name` with `token`, if any (the transaction's snapshot).

@@ -92,7 +92,7 @@ DLOCK_FUNCTION(dlock_acquire) {
   Micros timeout = dlock::check_timeout(
       interval_fields(required_interval(fcinfo, 2, "timeout")));
   PreventCommandIfReadOnly("dlock.acquire()");
-  refuse_waits_in_snapshot("dlock.acquire()");
+  refuse_waits_in_snapshot("dlock.acquire()", "dlock.try_acquire()");
   Granted g;
   if (!acquire_until(req, Deadline::after(dlock::monotonic_now(), timeout),
                      &g)) {

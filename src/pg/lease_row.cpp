@@ -230,12 +230,27 @@ bool lease_store_is_current(TupleDesc desc) {
          !TupleDescAttr(desc, kColRenewCount - 1)->attnotnull;
 }
 
-std::optional<StoredLease> read_lease(const char* name) {
+bool same_version(const std::optional<StoredLease>& a,
+                  const std::optional<StoredLease>& b) {
+  if (!a || !b) return !a && !b;
+  return ItemPointerEquals(&a->tuple->t_self, &b->tuple->t_self);
+}
+
+void raise_serialization_failure() {
+  ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                  errmsg("could not serialize access due to concurrent update"),
+                  errdetail("The lease was written after the transaction's "
+                            "snapshot.")));
+  pg_unreachable();
+}
+
+std::optional<StoredLease> read_lease(const char* name, Seen seen) {
   Oid relid = dlock_relation(DlockRelation::lease_store);
   Oid pkey = dlock_relation(DlockRelation::lease_store_pkey);
   // See this transaction's own earlier writes, as an SPI query would.
   CommandCounterIncrement();
-  Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
+  Snapshot snapshot = RegisterSnapshot(
+      seen == Seen::latest ? GetLatestSnapshot() : GetTransactionSnapshot());
   Relation rel = table_open(relid, AccessShareLock);
   TupleDesc desc = RelationGetDescr(rel);
   if (!lease_store_is_current(desc)) raise_sql_objects_outdated();

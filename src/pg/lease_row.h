@@ -87,9 +87,24 @@ dlock::Holder holder_of(const StoredLease& row);
 // The row as src/core's rules see it (same_owner false).
 LeaseRow rules_row(const StoredLease& row);
 
-// Reads the lease through the primary key with the transaction's snapshot
-// (a fresh one in READ COMMITTED): no SPI, no lock on the row, no WAL.
-std::optional<StoredLease> read_lease(const char* name);
+// Which rows a read sees: the transaction's snapshot (a fresh one in READ
+// COMMITTED), or every committed row, whatever the isolation level. A
+// decision taken with the lease's gate held reads the latest: a grant
+// must not miss a holder because its snapshot is older.
+enum class Seen { snapshot, latest };
+
+// Reads the lease through the primary key (with the transaction's
+// snapshot unless told otherwise): no SPI, no lock on the row, no WAL.
+std::optional<StoredLease> read_lease(const char* name,
+                                      Seen seen = Seen::snapshot);
+
+// Whether two reads of a lease found the same row version (or both none).
+bool same_version(const std::optional<StoredLease>& a,
+                  const std::optional<StoredLease>& b);
+
+// 40001, as PostgreSQL's UPDATE raises it in a REPEATABLE READ or
+// SERIALIZABLE transaction: the lease was written after the snapshot.
+[[noreturn]] void raise_serialization_failure();
 
 // The lease row, locked FOR SHARE until the transaction ends, so that no
 // other transaction can write it (a takeover included). Runs SPI as the

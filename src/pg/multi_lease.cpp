@@ -156,7 +156,7 @@ DLOCK_FUNCTION(dlock_acquire_all) {
   Micros timeout = dlock::check_timeout(
       interval_fields(required_interval(fcinfo, 2, "timeout")));
   PreventCommandIfReadOnly("dlock.acquire_all()");
-  refuse_waits_in_snapshot("dlock.acquire_all()");
+  refuse_waits_in_snapshot("dlock.acquire_all()", "dlock.try_acquire_all()");
   Deadline deadline = Deadline::after(dlock::monotonic_now(), timeout);
   Granted* grants =
       static_cast<Granted*>(palloc(sizeof(Granted) * names.count));
