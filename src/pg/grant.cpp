@@ -88,7 +88,7 @@ DLOCK_PLAIN_STRUCT(Decision);
 // exclusive request on a name without holders is the single-holder rule
 // (lease_rules.h); anything else combines every grant of the name
 // (holders.h).
-Decision decide(const std::optional<StoredLease>& row, const HolderRows& rows,
+Decision decide(const std::optional<StoredLease>& row, const LeaseRows& rows,
                 const LeaseRequest& req, Micros now) {
   Decision d{Step::busy, Grant::busy, -1, 0};
   std::optional<LeaseRow> rules = rules_view(row, req);
@@ -168,7 +168,7 @@ bool takes_over(Grant kind, const std::optional<StoredLease>& row) {
 // Deletes the holder rows that no longer occupy the name, before a new
 // grant of it: each decision reads every row of its name. A holder that
 // expired without a release is told (lease_ended.h), as for a takeover.
-void remove_gone_holders(const HolderRows& rows, const char* name,
+void remove_gone_holders(const LeaseRows& rows, const char* name,
                          int64 new_token, Micros now) {
   for (int i = 0; i < rows.count; ++i) {
     const StoredLease& holder = rows.rows[i];
@@ -210,7 +210,7 @@ Peek peek(const LeaseRequest& req, bool exact, Micros* free_in,
           std::optional<StoredLease>* read) {
   std::optional<StoredLease>& row = *read;
   row = read_lease(req.name);
-  HolderRows holders{nullptr, 0};
+  LeaseRows holders{nullptr, 0};
   if (exact || !is_plain(req)) holders = read_holders(req.name, Seen::snapshot);
   Micros now = GetCurrentTimestamp();
   Decision d = decide(row, holders, req, now);
@@ -228,7 +228,7 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
   // may have changed since it was read, and time has passed. With the
   // gate held no other dlock write of the name is in flight, so the
   // holders read now stay as read.
-  HolderRows holders;
+  LeaseRows holders;
   Micros now;
   Decision d;
   GrantTerms terms;

@@ -28,53 +28,16 @@ SavedPlan select_holder_for_share = {
     {TEXTOID, INT8OID},
     nullptr};
 
-// Scans the primary key on the name, and the token if `token` is not 0.
-HolderRows scan_holders(const char* name, int64 token, Seen seen) {
-  Oid relid = dlock_relation(DlockRelation::lease_holders);
-  Oid pkey = dlock_relation(DlockRelation::lease_holders_pkey);
-  // See this transaction's own earlier writes.
-  CommandCounterIncrement();
-  Snapshot snapshot = RegisterSnapshot(
-      seen == Seen::latest ? GetLatestSnapshot() : GetTransactionSnapshot());
-  Relation rel = table_open(relid, AccessShareLock);
-  TupleDesc desc = RelationGetDescr(rel);
-  ScanKeyData keys[2];
-  ScanKeyInit(&keys[0], kColName, BTEqualStrategyNumber, F_TEXTEQ,
-              CStringGetTextDatum(name));
-  keys[0].sk_collation = TupleDescAttr(desc, kColName - 1)->attcollation;
-  ScanKeyInit(&keys[1], kColToken, BTEqualStrategyNumber, F_INT8EQ,
-              Int64GetDatum(token));
-  SysScanDesc scan =
-      systable_beginscan(rel, pkey, true, snapshot, token != 0 ? 2 : 1, keys);
-  HolderRows found{nullptr, 0};
-  int room = 0;
-  for (HeapTuple tuple; HeapTupleIsValid(tuple = systable_getnext(scan));) {
-    if (found.count == room) {
-      room = room == 0 ? 8 : room * 2;
-      size_t bytes = sizeof(StoredLease) * room;
-      found.rows = static_cast<StoredLease*>(
-          found.rows == nullptr ? palloc(bytes) : repalloc(found.rows, bytes));
-    }
-    StoredLease& row = found.rows[found.count++];
-    row = decode_holder(tuple, desc, CurrentMemoryContext);
-    row.tuple = heap_copytuple(tuple);
-  }
-  systable_endscan(scan);
-  table_close(rel, NoLock);  // held to the end of the transaction
-  UnregisterSnapshot(snapshot);
-  return found;
-}
-
 }  // namespace
 
-HolderRows read_holders(const char* name, Seen seen) {
-  return scan_holders(name, 0, seen);
+LeaseRows read_holders(const char* name, Seen seen) {
+  return read_rows(LeaseTable::holders, name, 0, seen);
 }
 
 std::optional<StoredLease> read_holder(const char* name, int64 token) {
   // Tokens are positive: 0 would scan every holder of the name.
   if (token <= 0) return std::nullopt;
-  HolderRows rows = scan_holders(name, token, Seen::snapshot);
+  LeaseRows rows = read_rows(LeaseTable::holders, name, token, Seen::snapshot);
   if (rows.count == 0) return std::nullopt;
   return rows.rows[0];
 }
@@ -98,7 +61,7 @@ namespace {
 std::optional<StoredLease> latest_grant(const char* name,
                                         const std::optional<StoredLease>& row) {
   std::optional<StoredLease> latest = row;
-  HolderRows holders = read_holders(name, Seen::snapshot);
+  LeaseRows holders = read_holders(name, Seen::snapshot);
   for (int i = 0; i < holders.count; ++i) {
     if (!latest || holders.rows[i].token > latest->token) {
       latest = holders.rows[i];

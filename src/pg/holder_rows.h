@@ -14,13 +14,7 @@
 namespace dlock::pg {
 
 // A name's holder rows, in token order.
-struct HolderRows {
-  StoredLease* rows;
-  int count;
-};
-DLOCK_PLAIN_STRUCT(HolderRows);
-
-HolderRows read_holders(const char* name, Seen seen);
+LeaseRows read_holders(const char* name, Seen seen);
 
 // The holder of `name` with `token`, if any (the transaction's snapshot).
 std::optional<StoredLease> read_holder(const char* name, int64 token);

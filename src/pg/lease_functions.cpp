@@ -200,7 +200,7 @@ DLOCK_FUNCTION(dlock_get) {
   std::optional<StoredLease> row = read_lease(name);
   const StoredLease* held =
       row && dlock::is_held(rules_row(*row), now) ? &*row : nullptr;
-  HolderRows holders{nullptr, 0};
+  LeaseRows holders{nullptr, 0};
   if (held == nullptr) holders = read_holders(name, Seen::snapshot);
   for (int i = 0; i < holders.count; ++i) {
     if (dlock::is_held(rules_row(holders.rows[i]), now)) {

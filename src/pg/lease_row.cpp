@@ -244,33 +244,53 @@ void raise_serialization_failure() {
   pg_unreachable();
 }
 
-std::optional<StoredLease> read_lease(const char* name, Seen seen) {
-  Oid relid = dlock_relation(DlockRelation::lease_store);
-  Oid pkey = dlock_relation(DlockRelation::lease_store_pkey);
+LeaseRows read_rows(LeaseTable table, const char* name, int64 token,
+                    Seen seen) {
+  bool holders = table == LeaseTable::holders;
+  Oid relid = dlock_relation(holders ? DlockRelation::lease_holders
+                                     : DlockRelation::lease_store);
+  Oid pkey = dlock_relation(holders ? DlockRelation::lease_holders_pkey
+                                    : DlockRelation::lease_store_pkey);
   // See this transaction's own earlier writes, as an SPI query would.
   CommandCounterIncrement();
   Snapshot snapshot = RegisterSnapshot(
       seen == Seen::latest ? GetLatestSnapshot() : GetTransactionSnapshot());
   Relation rel = table_open(relid, AccessShareLock);
   TupleDesc desc = RelationGetDescr(rel);
-  if (!lease_store_is_current(desc)) raise_sql_objects_outdated();
+  if (!holders && !lease_store_is_current(desc)) raise_sql_objects_outdated();
 
-  ScanKeyData key;
-  ScanKeyInit(&key, kColName, BTEqualStrategyNumber, F_TEXTEQ,
+  ScanKeyData keys[2];
+  ScanKeyInit(&keys[0], kColName, BTEqualStrategyNumber, F_TEXTEQ,
               CStringGetTextDatum(name));
-  key.sk_collation = TupleDescAttr(desc, kColName - 1)->attcollation;
-  SysScanDesc scan = systable_beginscan(rel, pkey, true, snapshot, 1, &key);
-
-  std::optional<StoredLease> row;
-  HeapTuple tuple = systable_getnext(scan);
-  if (HeapTupleIsValid(tuple)) {
-    row = decode_lease(tuple, desc, CurrentMemoryContext);
-    row->tuple = heap_copytuple(tuple);
+  keys[0].sk_collation = TupleDescAttr(desc, kColName - 1)->attcollation;
+  ScanKeyInit(&keys[1], kColToken, BTEqualStrategyNumber, F_INT8EQ,
+              Int64GetDatum(token));
+  SysScanDesc scan =
+      systable_beginscan(rel, pkey, true, snapshot, token != 0 ? 2 : 1, keys);
+  LeaseRows found{nullptr, 0};
+  int room = 0;
+  for (HeapTuple tuple; HeapTupleIsValid(tuple = systable_getnext(scan));) {
+    if (found.count == room) {
+      room = room == 0 ? 4 : room * 2;
+      size_t bytes = sizeof(StoredLease) * room;
+      found.rows = static_cast<StoredLease*>(
+          found.rows == nullptr ? palloc(bytes) : repalloc(found.rows, bytes));
+    }
+    StoredLease& row = found.rows[found.count++];
+    row = holders ? decode_holder(tuple, desc, CurrentMemoryContext)
+                  : decode_lease(tuple, desc, CurrentMemoryContext);
+    row.tuple = heap_copytuple(tuple);
   }
   systable_endscan(scan);
   table_close(rel, NoLock);  // held to the end of the transaction
   UnregisterSnapshot(snapshot);
-  return row;
+  return found;
+}
+
+std::optional<StoredLease> read_lease(const char* name, Seen seen) {
+  LeaseRows rows = read_rows(LeaseTable::store, name, 0, seen);
+  if (rows.count == 0) return std::nullopt;
+  return rows.rows[0];
 }
 
 std::optional<StoredLease> read_lease_for_share(const char* name) {

@@ -93,8 +93,25 @@ LeaseRow rules_row(const StoredLease& row);
 // must not miss a holder because its snapshot is older.
 enum class Seen { snapshot, latest };
 
-// Reads the lease through the primary key (with the transaction's
-// snapshot unless told otherwise): no SPI, no lock on the row, no WAL.
+// Rows of one name, decoded, each with a copy of the row version read
+// (for the write_* below), in primary-key order.
+struct LeaseRows {
+  StoredLease* rows;
+  int count;
+};
+DLOCK_PLAIN_STRUCT(LeaseRows);
+
+// dlock.lease_store (exclusive grants) or dlock.lease_holders (the
+// holders of shared leases and semaphores).
+enum class LeaseTable { store, holders };
+
+// The rows of `name` in `table` (only the one with `token`, unless 0),
+// read through the primary key as `seen` says: no SPI, no lock on a row,
+// no WAL.
+LeaseRows read_rows(LeaseTable table, const char* name, int64 token, Seen seen);
+
+// The lease's lease_store row (with the transaction's snapshot unless
+// told otherwise).
 std::optional<StoredLease> read_lease(const char* name,
                                       Seen seen = Seen::snapshot);
 
