@@ -13,18 +13,26 @@ bool in_the_way(const Holder& holder, const HolderRequest& request) {
          holder.mode == HolderMode::exclusive;
 }
 
-// How many of the occupants that keep `request` out must leave first.
-int must_leave(const Holder* holders, std::size_t count,
-               const HolderRequest& request, Micros now) {
-  int blocking = 0;
+// When each occupant that keeps `request` out leaves (its free_at()),
+// earliest first.
+std::vector<Micros> in_the_way_until(const Holder* holders, std::size_t count,
+                                     const HolderRequest& request, Micros now) {
+  std::vector<Micros> leaving;
   for (std::size_t i = 0; i < count; ++i) {
     if (occupies(holders[i].row, now) && in_the_way(holders[i], request)) {
-      ++blocking;
+      leaving.push_back(free_at(holders[i].row));
     }
   }
-  // A semaphore has room for permits - 1 others.
-  int room = request.permits - 1;
-  return std::max(0, blocking - room);
+  std::sort(leaving.begin(), leaving.end());
+  return leaving;
+}
+
+// How many of them must leave first: a semaphore has room for permits - 1
+// others.
+std::size_t must_leave(const std::vector<Micros>& in_the_way,
+                       const HolderRequest& request) {
+  std::size_t room = static_cast<std::size_t>(request.permits - 1);
+  return in_the_way.size() > room ? in_the_way.size() - room : 0;
 }
 
 }  // namespace
@@ -62,8 +70,9 @@ HolderGrant decide_holder_grant(const Holder* holders, std::size_t count,
   if (in_force != 0 && in_force != request.permits) {
     return HolderGrant::permits_differ;
   }
-  return must_leave(holders, count, request, now) == 0 ? HolderGrant::new_holder
-                                                       : HolderGrant::busy;
+  std::vector<Micros> leaving = in_the_way_until(holders, count, request, now);
+  return must_leave(leaving, request) == 0 ? HolderGrant::new_holder
+                                           : HolderGrant::busy;
 }
 
 Micros holders_free_at(const Holder* holders, std::size_t count,
@@ -78,16 +87,9 @@ Micros holders_free_at(const Holder* holders, std::size_t count,
     case HolderGrant::busy:
       break;
   }
-  // The occupants in the way leave at their free_at(); the request fits
-  // once the n-th earliest of them has left.
-  std::vector<Micros> leaving;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (occupies(holders[i].row, now) && in_the_way(holders[i], request)) {
-      leaving.push_back(free_at(holders[i].row));
-    }
-  }
-  std::sort(leaving.begin(), leaving.end());
-  return leaving[must_leave(holders, count, request, now) - 1];
+  // The request fits once the n-th earliest of those in the way has left.
+  std::vector<Micros> leaving = in_the_way_until(holders, count, request, now);
+  return leaving[must_leave(leaving, request) - 1];
 }
 
 }  // namespace dlock
