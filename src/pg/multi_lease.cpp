@@ -9,6 +9,7 @@
 #include "grant.h"
 #include "intervals.h"
 #include "lease_queue.h"
+#include "lease_row.h"
 #include "lease_value.h"
 
 namespace dlock::pg {
@@ -105,18 +106,19 @@ DLOCK_FUNCTION(dlock_try_acquire_all) {
   LeaseRequest terms = lease_terms(fcinfo, 2);
   PreventCommandIfReadOnly("dlock.try_acquire_all()");
   Micros free_in;
+  bool* retry = static_cast<bool*>(palloc(sizeof(bool) * names.count));
   for (int i = 0; i < names.count; ++i) {
-    if (peek_grant(lease_request_for(terms, names.names[i]), &free_in) ==
-        Peek::busy) {
+    Peek peeked =
+        peek_grant(lease_request_for(terms, names.names[i]), &free_in);
+    if (peeked == Peek::busy) {
       return return_grants(fcinfo, names, terms, nullptr, 0);
     }
+    retry[i] = peeked == Peek::retry;
   }
   for (int i = 0; i < names.count; ++i) {
-    LeaseRequest req = lease_request_for(terms, names.names[i]);
-    Peek peeked = peek_grant(req, &free_in);
-    if (peeked == Peek::busy ||
-        (peeked != Peek::retry && others_queued(req.name)) ||
-        !try_gate(gate_tag(req.name))) {
+    // The owner's retry of a held grant never waits behind the queue.
+    if ((!retry[i] && others_queued(names.names[i])) ||
+        !try_gate(gate_tag(names.names[i]))) {
       give_back_gates(names, i);
       return return_grants(fcinfo, names, terms, nullptr, 0);
     }
@@ -134,12 +136,7 @@ DLOCK_FUNCTION(dlock_try_acquire_all) {
     if (grant_gated(lease_request_for(terms, names.names[i]), &grants[i],
                     &free_in) != Attempt::granted) {
       // Only a REPEATABLE READ snapshot older than the lease can get here.
-      ereport(ERROR,
-              (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-               errmsg("could not serialize access due to concurrent update"),
-               errdetail("Lease \"%s\" was taken after the transaction's "
-                         "snapshot.",
-                         names.names[i])));
+      raise_serialization_failure();
     }
   }
   return return_grants(fcinfo, names, terms, grants, names.count);
