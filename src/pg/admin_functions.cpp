@@ -102,43 +102,30 @@ SavedPlan sweep_holders = {
 // Gates are held until commit: one sweep takes at most this many.
 constexpr int kSweepBatch = 10000;
 
-// Runs one of the force_release plans; returns the grants it ended, in
-// the caller's memory, and in *unreleased whether each had not been
-// released.
-int force_release_rows(SavedPlan& plan, const Datum* args, const char* nulls,
-                       bool holders, StoredLease** ended, bool** unreleased) {
+// Runs a plan that returns lease rows (DLOCK_LEASE_COLUMNS, or
+// DLOCK_HOLDER_COLUMNS if `holders`), as the table owner; the rows,
+// decoded into the caller's memory (used after owner_spi_finish()). With
+// `flags`, each row's boolean column after those, too.
+int decoded_rows(SavedPlan& plan, const Datum* args, const char* nulls,
+                 bool holders, StoredLease** rows, bool** flags) {
   OwnerSpi spi = owner_spi_connect();
   int n = static_cast<int>(run_plan(plan, args, nulls));
-  *ended = static_cast<StoredLease*>(
-      MemoryContextAllocZero(spi.caller_cxt, sizeof(StoredLease) * (n + 1)));
-  *unreleased = static_cast<bool*>(
-      MemoryContextAllocZero(spi.caller_cxt, sizeof(bool) * (n + 1)));
-  int last_column = (holders ? kColHolderPermits : kColumnCount) + 1;
-  for (int i = 0; i < n; ++i) {
-    HeapTuple tuple = SPI_tuptable->vals[i];
-    TupleDesc desc = SPI_tuptable->tupdesc;
-    (*ended)[i] = holders ? decode_holder(tuple, desc, spi.caller_cxt)
-                          : decode_lease(tuple, desc, spi.caller_cxt);
-    bool isnull;
-    (*unreleased)[i] = DatumGetBool(result_value(i, last_column, &isnull));
-  }
-  owner_spi_finish(spi);
-  return n;
-}
-
-// Runs leases_of_owner or holders_of_owner; the rows, decoded into the
-// caller's memory (used after owner_spi_finish()).
-int rows_of_owner(SavedPlan& plan, const Datum* args, bool holders,
-                  StoredLease** rows) {
-  OwnerSpi spi = owner_spi_connect();
-  int n = static_cast<int>(run_plan(plan, args, " "));
   *rows = static_cast<StoredLease*>(
       MemoryContextAllocZero(spi.caller_cxt, sizeof(StoredLease) * (n + 1)));
+  if (flags != nullptr) {
+    *flags = static_cast<bool*>(
+        MemoryContextAllocZero(spi.caller_cxt, sizeof(bool) * (n + 1)));
+  }
+  int flag_column = (holders ? kColHolderPermits : kColumnCount) + 1;
   for (int i = 0; i < n; ++i) {
     HeapTuple tuple = SPI_tuptable->vals[i];
     TupleDesc desc = SPI_tuptable->tupdesc;
     (*rows)[i] = holders ? decode_holder(tuple, desc, spi.caller_cxt)
                          : decode_lease(tuple, desc, spi.caller_cxt);
+    if (flags != nullptr) {
+      bool isnull;
+      (*flags)[i] = DatumGetBool(result_value(i, flag_column, &isnull));
+    }
   }
   owner_spi_finish(spi);
   return n;
@@ -167,10 +154,10 @@ DLOCK_FUNCTION(dlock_force_release) {
   StoredLease* holders;
   bool* lease_unreleased;
   bool* holder_unreleased;
-  int n_leases = force_release_rows(force_release_lease, args, nulls, false,
-                                    &leases, &lease_unreleased);
-  int n_holders = force_release_rows(force_release_holders, args, nulls, true,
-                                     &holders, &holder_unreleased);
+  int n_leases = decoded_rows(force_release_lease, args, nulls, false, &leases,
+                              &lease_unreleased);
+  int n_holders = decoded_rows(force_release_holders, args, nulls, true,
+                               &holders, &holder_unreleased);
   if (n_leases + n_holders == 0) PG_RETURN_NULL();
   wake_queue_head(name);
   // The grant returned: the exclusive one, else the latest holder's.
@@ -211,8 +198,10 @@ DLOCK_FUNCTION(dlock_release_all) {
   Datum args[1] = {CStringGetTextDatum(owner)};
   StoredLease* leases;
   StoredLease* holders;
-  int n_leases = rows_of_owner(leases_of_owner, args, false, &leases);
-  int n_holders = rows_of_owner(holders_of_owner, args, true, &holders);
+  int n_leases =
+      decoded_rows(leases_of_owner, args, " ", false, &leases, nullptr);
+  int n_holders =
+      decoded_rows(holders_of_owner, args, " ", true, &holders, nullptr);
   int n = n_leases + n_holders;
   // Held ones only, judged as the caller, outside the table owner's SPI.
   TimestampTz now = GetCurrentTimestamp();
