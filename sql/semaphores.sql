@@ -25,7 +25,7 @@ SELECT count(*) AS holders FROM dlock.lease_holders WHERE name = 'api';
 -- A release frees a permit; so does an expiry.
 SELECT dlock.release('api', 1) AS released;
 SELECT token, owner FROM dlock.try_acquire('api', '1 min', 'd', permits => 3);
-SELECT regress.expire_holder('api', 2);
+SELECT regress.expire('api', holder_token => 2);
 SELECT token, owner FROM dlock.try_acquire('api', '1 min', 'e', permits => 3);
 SELECT dlock.try_acquire('api', '1 min', 'f', permits => 3) IS NULL AS full_again;
 SELECT owner, token, state, holders FROM dlock.leases WHERE name = 'api' ORDER BY token;

@@ -32,7 +32,7 @@ SELECT dlock.try_acquire('doc', '1 min', 'w') IS NULL AS writer_still_busy;
 
 -- The last reader expires (past its lock-delay): the writer gets the
 -- lease with a larger token, and the readers' rows go.
-SELECT regress.expire_holder('doc', 2);
+SELECT regress.expire('doc', holder_token => 2);
 SELECT token, owner FROM dlock.try_acquire('doc', '1 min', 'w');
 SELECT name, owner, token, state, mode, holders FROM dlock.leases WHERE name = 'doc' ORDER BY token;
 SELECT count(*) AS holder_rows FROM dlock.lease_holders WHERE name = 'doc';
@@ -46,11 +46,11 @@ SELECT token FROM dlock.try_acquire('doc', '1 min', 'r3', shared => true);
 -- A reader that expired unreleased keeps writers out for its lock-delay,
 -- and readers may still join.
 SELECT token FROM dlock.try_acquire('delayed', '1 min', 'r1', shared => true, lock_delay => '1 h');
-SELECT regress.expire_holder('delayed', 5);
+SELECT regress.expire('delayed', holder_token => 5);
 SELECT dlock.try_acquire('delayed', '1 min', 'w') IS NULL AS writer_busy_in_lock_delay;
 SELECT token FROM dlock.try_acquire('delayed', '1 min', 'r2', shared => true);
-SELECT regress.expire_holder('delayed', 5, past_delay => true);
-SELECT regress.expire_holder('delayed', 6);
+SELECT regress.expire('delayed', true, 5);
+SELECT regress.expire('delayed', holder_token => 6);
 SELECT token, owner FROM dlock.try_acquire('delayed', '1 min', 'w');
 
 -- The default owner is a session's, and never retries: a second shared

@@ -27,35 +27,24 @@ LANGUAGE sql AS $$
 $$;
 
 -- Expires a lease now, as if its TTL had just run out, so that no test
--- waits for the clock; past_delay also ends its lock-delay. Returns the
--- lease's state afterwards.
-CREATE FUNCTION regress.expire(lease text, past_delay boolean DEFAULT false)
-RETURNS text LANGUAGE sql AS $$
-    WITH moved AS (
-        UPDATE dlock.lease_store
-           SET expires_at = clock_timestamp()
-                            - CASE WHEN past_delay THEN lock_delay ELSE '0' END,
-               acquired_at = least(acquired_at, clock_timestamp()
-                            - CASE WHEN past_delay THEN lock_delay ELSE '0' END)
-         WHERE name = lease
-     RETURNING released_at, expires_at, lock_delay)
-    SELECT dlock.lease_state(released_at, expires_at, lock_delay, clock_timestamp())
-      FROM moved
-$$;
-
--- The same for one holder of a shared lease or a semaphore, by token.
-CREATE FUNCTION regress.expire_holder(lease text, holder_token bigint,
-                                      past_delay boolean DEFAULT false)
-RETURNS text LANGUAGE sql AS $$
-    WITH moved AS (
-        UPDATE dlock.lease_holders
-           SET expires_at = clock_timestamp()
-                            - CASE WHEN past_delay THEN lock_delay ELSE '0' END,
-               acquired_at = least(acquired_at, clock_timestamp()
-                            - CASE WHEN past_delay THEN lock_delay ELSE '0' END)
-         WHERE name = lease AND token = holder_token
-     RETURNING released_at, expires_at, lock_delay)
-    SELECT dlock.lease_state(released_at, expires_at, lock_delay, clock_timestamp())
-      FROM moved
-$$;
+-- waits for the clock; past_delay also ends its lock-delay. With
+-- holder_token, the holder of a shared lease or a semaphore with that
+-- token instead. Returns the grant's state afterwards.
+CREATE FUNCTION regress.expire(lease text, past_delay boolean DEFAULT false,
+                               holder_token bigint DEFAULT NULL)
+RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+    state text;
+BEGIN
+    EXECUTE format($$
+        UPDATE %s
+           SET expires_at = clock_timestamp() - CASE WHEN $2 THEN lock_delay ELSE '0' END,
+               acquired_at = least(acquired_at,
+                                   clock_timestamp() - CASE WHEN $2 THEN lock_delay ELSE '0' END)
+         WHERE name = $1 AND ($3 IS NULL OR token = $3)
+     RETURNING dlock.lease_state(released_at, expires_at, lock_delay, clock_timestamp())$$,
+        CASE WHEN holder_token IS NULL THEN 'dlock.lease_store' ELSE 'dlock.lease_holders' END)
+      INTO state USING lease, past_delay, holder_token;
+    RETURN state;
+END $f$;
 RESET client_min_messages;
