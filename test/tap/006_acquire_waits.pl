@@ -8,17 +8,12 @@
 #    which moves only the wall clock).
 use strict;
 use warnings;
-use Cwd;
 use FindBin;
 use lib $FindBin::RealBin;    # DlockTest.pm sits next to the tests
 use DlockTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-
-my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
-die "libfaketime is not installed (Debian package libfaketime)"
-  unless -e $libfaketime;
 
 sub session_gone
 {
@@ -63,55 +58,25 @@ $node->stop;
 
 # ------------------------------------------------ wall-clock steps
 
-# The server reads its wall clock through libfaketime, from an offset in a
-# file this test rewrites; its monotonic clock is the real one.
-# An absolute path: the server runs in its data directory.
-my $dir = Cwd::abs_path(PostgreSQL::Test::Utils::tempdir());
-my $offset_file = "$dir/faketime";
-sub set_offset
-{
-	my ($offset) = @_;
-	PostgreSQL::Test::Utils::append_to_file("$offset_file.new", "$offset\n");
-	rename("$offset_file.new", $offset_file) or die "rename: $!";
-	return;
-}
-# How far the server's wall clock is from the test's, in seconds.
-sub skew
-{
-	my ($node) = @_;
-	return $node->safe_psql('postgres', 'SELECT extract(epoch FROM clock_timestamp())') - time();
-}
-
-set_offset('+0');
-my $clock = new_node('clock', start => 0);
-{
-	local $ENV{LD_PRELOAD} = $libfaketime;
-	local $ENV{FAKETIME_TIMESTAMP_FILE} = $offset_file;
-	local $ENV{FAKETIME_NO_CACHE} = '1';
-	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
-	$clock->start;
-}
-create_dlock($clock);
+my $clock = new_faketime_node('clock');
 # Held for most of a day: a step of an hour either way leaves it held.
 $clock->safe_psql('postgres', q{SELECT dlock.try_acquire('tick', '23 h', 'holder')});
 
 # Back an hour while the head waits with a 3 s timeout.
 my $w = start_client($clock->connstr('postgres'), 'w', q{SELECT token FROM dlock.acquire('tick', '1 h', '3 s', 'w')});
 wait_queued($clock, 'w', 1);
-set_offset('-3600');
-cmp_ok(abs(skew($clock) + 3600), '<', 60, 'the server\'s wall clock went back an hour');
+set_clock_offset($clock, '-3600');
 my ($out, $took) = finish_client($w);
 like($out, qr/could not acquire lease "tick" within the timeout/, 'stepped back: the head times out');
 cmp_ok($took, '<', 60, 'after its 3 s, not the hour the wall clock went back');
 
 # Forward an hour while the head waits 4 s, and a waiter behind it 5 s.
-set_offset('+0');
+set_clock_offset($clock, '+0');
 $w = start_client($clock->connstr('postgres'), 'w', q{SELECT token FROM dlock.acquire('tick', '1 h', '4 s', 'w')});
 wait_queued($clock, 'w', 1);
 my $x = start_client($clock->connstr('postgres'), 'x', q{SELECT token FROM dlock.acquire('tick', '1 h', '5 s', 'x')});
 wait_queued($clock, 'x', 0);
-set_offset('+3600');
-cmp_ok(abs(skew($clock) - 3600), '<', 60, 'the server\'s wall clock went forward an hour');
+set_clock_offset($clock, '+3600');
 ($out, $took) = finish_client($w);
 like($out, qr/could not acquire lease "tick" within the timeout/, 'stepped forward: the head times out');
 cmp_ok($took, '>=', 3.9, 'but only after its 4 s');

@@ -20,6 +20,7 @@ our @EXPORT = qw(
   lease_rows held_rows poll_until
   start_client finish_client wait_queued
   start_pgbouncer stop_pgbouncer pgbouncer_show
+  new_faketime_node set_clock_offset clock_skew
 );
 
 # The first token issued on a new history (a promoted standby, a
@@ -278,6 +279,63 @@ sub pgbouncer_show
 	my ($header, @lines) = split /\n/, $out;
 	my @columns = split /\|/, $header, -1;
 	return map { my %row; @row{@columns} = split /\|/, $_, -1; \%row } @lines;
+}
+
+# A node whose server reads its wall clock through libfaketime, from an
+# offset in a file that set_clock_offset() rewrites; its monotonic clock
+# is the real one, as when an administrator or NTP steps a real clock.
+# Returns the node, created with dlock; its clock starts at the real time.
+my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+my %offset_file;
+sub new_faketime_node
+{
+	my ($name) = @_;
+	die "libfaketime is not installed (Debian package libfaketime)"
+	  unless -e $libfaketime;
+	# An absolute path: the server runs in its data directory.
+	my $file = Cwd::abs_path(PostgreSQL::Test::Utils::tempdir()) . '/faketime';
+	my $node = new_node($name, start => 0);
+	$offset_file{$node->name} = $file;
+	write_clock_offset($file, '+0');
+	{
+		local $ENV{LD_PRELOAD} = $libfaketime;
+		local $ENV{FAKETIME_TIMESTAMP_FILE} = $file;
+		local $ENV{FAKETIME_NO_CACHE} = '1';
+		local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
+		$node->start;
+	}
+	create_dlock($node);
+	return $node;
+}
+
+# Steps $node's wall clock to $offset ('+3600', '-3600', '+0': seconds
+# from the real time), and waits until the server reads it there.
+sub set_clock_offset
+{
+	my ($node, $offset) = @_;
+	write_clock_offset($offset_file{$node->name}, $offset);
+	my $skew_ok = poll_until(sub {
+		abs(clock_skew($node) - $offset) < 60;
+	});
+	die "the server's clock did not step to $offset" unless $skew_ok;
+	return;
+}
+
+# Replaced whole, so the server never reads half a line.
+sub write_clock_offset
+{
+	my ($file, $offset) = @_;
+	PostgreSQL::Test::Utils::append_to_file("$file.new", "$offset\n");
+	rename("$file.new", $file) or die "rename: $!";
+	return;
+}
+
+# How far $node's wall clock is from the test's, in seconds.
+sub clock_skew
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		'SELECT extract(epoch FROM clock_timestamp())') - time();
 }
 
 1;
