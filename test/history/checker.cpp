@@ -138,18 +138,19 @@ class Checker {
         continue;
       }
       if (op.call != Call::renew && op.call != Call::release) continue;
-      if (!known && !(op.call == Call::release &&
-                      op.outcome == Outcome::unknown))
+      if (!known &&
+          !(op.call == Call::release && op.outcome == Outcome::unknown))
         continue;
       auto same = by_token.find(op.token);
       if (same == by_token.end()) continue;
       for (std::size_t k : same->second) {
         Hold& hold = holds[k];
+        if (!op.owner.empty() && op.owner != h_[hold.grant].owner) continue;
+        std::int64_t at = known ? op.server_us : op.invoked_us;
         if (op.call == Call::renew)
           extend(hold, i);
-        else
-          hold.released = std::min(hold.released,
-                                    known ? op.server_us : op.invoked_us);
+        else if (at > hold.start)
+          hold.released = std::min(hold.released, at);
       }
     }
     std::sort(forced.begin(), forced.end());
@@ -177,16 +178,15 @@ class Checker {
         const Op& a = h_[before.grant];
         const Op& b = h_[hold.grant];
         // The renewal that made the earlier hold last, if one did.
-        std::size_t renewal =
-            before.end == before.expiry && before.expiry_op != before.grant &&
-                    h_[before.expiry_op].call == Call::renew
-                ? before.expiry_op
-                : kNone;
+        std::size_t renewal = before.end == before.expiry &&
+                                      before.expiry_op != before.grant &&
+                                      h_[before.expiry_op].call == Call::renew
+                                  ? before.expiry_op
+                                  : kNone;
         add("double grant",
-            quoted(a.name) + ": token " + std::to_string(a.token) +
-                " (owner " + a.owner + ") held until " +
-                std::to_string(before.end) + ", token " +
-                std::to_string(b.token) + " (owner " + b.owner +
+            quoted(a.name) + ": token " + std::to_string(a.token) + " (owner " +
+                a.owner + ") held until " + std::to_string(before.end) +
+                ", token " + std::to_string(b.token) + " (owner " + b.owner +
                 ") granted from " + std::to_string(hold.start),
             {before.grant, renewal, hold.grant});
       }
@@ -218,8 +218,7 @@ class Checker {
       if (highest != kNone && h_[highest].token > op.token)
         add("fencing",
             quoted(op.name) + ": a write with token " +
-                std::to_string(op.token) +
-                " accepted after one with token " +
+                std::to_string(op.token) + " accepted after one with token " +
                 std::to_string(h_[highest].token) + " completed",
             {highest, i});
     }
@@ -267,31 +266,29 @@ class Checker {
       for (std::size_t i : ops) {
         const Op& op = h_[i];
         if (op.call != Call::write || !shows(op)) continue;
-        if (last(op) || (op.outcome == Outcome::unknown &&
-                         (!any || op.token >= largest)))
+        if (last(op) ||
+            (op.outcome == Outcome::unknown && (!any || op.token >= largest)))
           fine = true;
         if (match == kNone) match = i;
       }
       if (!any && (initial == kNone || shows(h_[initial]))) fine = true;
       if (fine) continue;
-      std::string what = quoted(fin.name) + ": the final row (" + row(fin) +
-                         ") is ";
+      std::string what =
+          quoted(fin.name) + ": the final row (" + row(fin) + ") is ";
       bool superseded = match != kNone && accepted(h_[match]);
-      bool untouched =
-          match == kNone && initial != kNone && shows(h_[initial]);
+      bool untouched = match == kNone && initial != kNone && shows(h_[initial]);
       if (any && (superseded || untouched)) {
         what += superseded ? "an accepted write superseded by"
                            : "still the initial row, not";
         add("lost write",
-            what + " the accepted write with token " +
-                std::to_string(largest),
+            what + " the accepted write with token " + std::to_string(largest),
             {f, superseded ? match : initial, latest});
         continue;
       }
       what += "none the writes may have left: ";
-      what += any ? "the last accepted write has token " +
-                        std::to_string(largest)
-                  : std::string("no write was accepted");
+      what +=
+          any ? "the last accepted write has token " + std::to_string(largest)
+              : std::string("no write was accepted");
       add("final row", what, {f, match, any ? latest : initial});
     }
   }
@@ -338,10 +335,10 @@ class Checker {
       }
       const Op& b = h_[before];
       add("token regression",
-          "token " + std::to_string(op.token) + " granted (" +
-              quoted(op.name) + ", owner " + op.owner +
-              ") after token " + std::to_string(b.token) + " was (" +
-              quoted(b.name) + ", owner " + b.owner + ")",
+          "token " + std::to_string(op.token) + " granted (" + quoted(op.name) +
+              ", owner " + op.owner + ") after token " +
+              std::to_string(b.token) + " was (" + quoted(b.name) + ", owner " +
+              b.owner + ")",
           {before, i});
     }
   }
@@ -352,20 +349,17 @@ class Checker {
 
 }  // namespace
 
-Verdict check(const std::vector<Op>& history) {
-  return Checker(history).run();
-}
+Verdict check(const std::vector<Op>& history) { return Checker(history).run(); }
 
 std::string report(const Verdict& v) {
   const Figures& f = v.figures;
   std::size_t n = v.violations.size();
-  std::string s = std::to_string(f.ops) + " ops, " +
-                  std::to_string(f.grants) + " acknowledged grants, " +
-                  std::to_string(f.writes) + " accepted writes, " +
-                  std::to_string(f.unknown) + " unknown outcomes, " +
-                  std::to_string(f.names) + " names: ";
-  s += n == 0 ? "no violation" : std::to_string(n) + " violation" +
-                                     (n == 1 ? "" : "s");
+  std::string s = std::to_string(f.ops) + " ops, " + std::to_string(f.grants) +
+                  " acknowledged grants, " + std::to_string(f.writes) +
+                  " accepted writes, " + std::to_string(f.unknown) +
+                  " unknown outcomes, " + std::to_string(f.names) + " names: ";
+  s += n == 0 ? "no violation"
+              : std::to_string(n) + " violation" + (n == 1 ? "" : "s");
   s += "\n";
   for (std::size_t k = 0; k < n && k < kReportedViolations; ++k) {
     const Violation& x = v.violations[k];

@@ -41,6 +41,8 @@ struct Verdict {
 //     the client's clock at completion; a renewal may bring it earlier),
 //     a renewal with any other outcome changes nothing;
 //   - its acknowledged release (server_us); a refused release ends nothing;
+//     a renewal or release that names an owner applies to that owner's
+//     hold of the token only, and a release to a hold started before it;
 //   - an acknowledged force_release of the name (server_us), which ends
 //     every hold of the name that started before it;
 //   - the invocation of a release with an unknown outcome (it may have
