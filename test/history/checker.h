@@ -73,7 +73,12 @@ struct Verdict {
 // Unknown outcomes never count as grants or accepted writes. Only ops with
 // the outcome ok count as acknowledged, accepted or read.
 // Violations come name by name (in byte order of the names), then the
-// token regressions in the order the later grants were invoked.
+// token regressions in the order the later grants were invoked. Their ops:
+// double grant: the earlier hold's first grant, the renewal whose expiry
+// ends it (when one does), the later hold's first grant; token regression
+// and fencing: the earlier op, then the later one; lost write and final
+// row: the final_row op, the write or initial row it shows (if any), and
+// the last accepted write (the initial row when none was accepted).
 Verdict check(const std::vector<Op>& history);
 
 // A report: a line of figures, then each violation (at most
