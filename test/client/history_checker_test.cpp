@@ -2,11 +2,13 @@
 // histories: one for each rule broken, the legal look-alikes that must
 // pass, the report, and read_files on files as clients leave them.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -455,9 +457,9 @@ TEST(HistoryChecker, ReportShowsAtMostTwentyViolationsAndTheirCount) {
   EXPECT_EQ(text.substr(text.size() - rest.size()), rest);
 }
 
-// --- read_files ---------------------------------------------------------
+// --- read_files and dlock_history_check ----------------------------------
 
-class HistoryReadFiles : public ::testing::Test {
+class HistoryFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string pattern =
@@ -472,6 +474,33 @@ class HistoryReadFiles : public ::testing::Test {
     std::string path = (dir_ / name).string();
     std::ofstream(path) << text;
     return path;
+  }
+
+  // Each owner's ops as its client logs them, in the file <owner>.jsonl.
+  void log(const History& h) {
+    std::map<std::string, std::string> files;
+    for (const Op& op : h.ops()) {
+      std::string& text = files[op.client];
+      text += invoke_line(op) + "\n";
+      if (op.outcome != Outcome::unknown) text += complete_line(op) + "\n";
+    }
+    for (const auto& [client, text] : files) file(client + ".jsonl", text);
+  }
+
+  // dlock_history_check's exit status with `args`; its output (stdout and
+  // stderr) in `output`.
+  int check_command(const std::string& args, std::string& output) {
+    std::string command =
+        std::string(DLOCK_HISTORY_CHECK) + " " + args + " 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) throw std::runtime_error("popen failed");
+    output.clear();
+    char buffer[4096];
+    std::size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0)
+      output.append(buffer, n);
+    int status = pclose(pipe);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
   std::filesystem::path dir_;
@@ -494,7 +523,7 @@ Op granted(std::int64_t id, const std::string& client) {
   return op;
 }
 
-TEST_F(HistoryReadFiles, MergesInvokeAndComplete) {
+TEST_F(HistoryFiles, MergesInvokeAndComplete) {
   Op a = granted(1, "p");
   Op b = granted(2, "q");
   std::string p =
@@ -510,7 +539,7 @@ TEST_F(HistoryReadFiles, MergesInvokeAndComplete) {
   EXPECT_EQ(ops[1].expires_us, b.expires_us);
 }
 
-TEST_F(HistoryReadFiles, AnInvokeWithoutItsCompleteIsUnknown) {
+TEST_F(HistoryFiles, AnInvokeWithoutItsCompleteIsUnknown) {
   Op a = granted(1, "p");
   Op b = granted(2, "p");
   std::string p = file("p.jsonl", invoke_line(a) + "\n" + invoke_line(b) +
@@ -524,7 +553,7 @@ TEST_F(HistoryReadFiles, AnInvokeWithoutItsCompleteIsUnknown) {
   EXPECT_EQ(check(ops).figures.unknown, 1);
 }
 
-TEST_F(HistoryReadFiles, ATornLastLineIsTolerated) {
+TEST_F(HistoryFiles, ATornLastLineIsTolerated) {
   Op a = granted(1, "p");
   std::string line = complete_line(a);
   std::string p =
@@ -534,7 +563,7 @@ TEST_F(HistoryReadFiles, ATornLastLineIsTolerated) {
   EXPECT_EQ(ops[0].outcome, Outcome::unknown);
 }
 
-TEST_F(HistoryReadFiles, AMalformedMiddleLineNamesItsFileAndLine) {
+TEST_F(HistoryFiles, AMalformedMiddleLineNamesItsFileAndLine) {
   Op a = granted(1, "p");
   Op b = granted(2, "p");
   std::string line = invoke_line(b);
@@ -548,6 +577,56 @@ TEST_F(HistoryReadFiles, AMalformedMiddleLineNamesItsFileAndLine) {
     std::string what = e.what();
     EXPECT_EQ(what.substr(0, p.size() + 3), p + ":2:") << what;
   }
+}
+
+TEST_F(HistoryFiles, CheckCommandOnACleanDirectory) {
+  History h;
+  h.grant("p", "job", 5, 0, 100);
+  h.release("p", "job", 5, 10, Outcome::unknown);
+  h.grant("q", "job", 6, 20, 100);
+  log(h);
+  file("notes.txt", "not a history\n");
+  std::string out;
+  EXPECT_EQ(check_command(dir_.string(), out), 0) << out;
+  EXPECT_EQ(out,
+            "3 ops, 2 acknowledged grants, 0 accepted writes, 1 unknown "
+            "outcomes, 1 names: no violation\n");
+}
+
+TEST_F(HistoryFiles, CheckCommandOnViolations) {
+  History h;
+  h.grant("p", "job", 5, 0, 100);
+  h.grant("q", "job", 6, 20, 100);
+  log(h);
+  std::string out;
+  // The files, named one by one, are one history.
+  EXPECT_EQ(
+      check_command(
+          (dir_ / "p.jsonl").string() + " " + (dir_ / "q.jsonl").string(), out),
+      1)
+      << out;
+  EXPECT_EQ(out.substr(0, out.find('\n')),
+            "2 ops, 2 acknowledged grants, 0 accepted writes, 0 unknown "
+            "outcomes, 1 names: 1 violation");
+  EXPECT_NE(out.find("\ndouble grant: \"job\": token 5"), std::string::npos)
+      << out;
+}
+
+TEST_F(HistoryFiles, CheckCommandOnBadInput) {
+  std::string out;
+  EXPECT_EQ(check_command("", out), 2);
+  EXPECT_EQ(out.substr(0, 27), "usage: dlock_history_check ");
+  EXPECT_EQ(check_command((dir_ / "none.jsonl").string(), out), 2);
+  EXPECT_EQ(check_command(dir_.string(), out), 2);  // no *.jsonl in it
+  EXPECT_EQ(out, "dlock_history_check: no *.jsonl history in " + dir_.string() +
+                     "\n");
+  Op a = granted(1, "p");
+  std::string bad =
+      file("p.jsonl", "{\"type\": \"invoke\"\n" + invoke_line(a) + "\n");
+  EXPECT_EQ(check_command(dir_.string(), out), 2);
+  EXPECT_EQ(out.substr(0, 21 + bad.size() + 3),
+            "dlock_history_check: " + bad + ":1:")
+      << out;
 }
 
 }  // namespace
