@@ -457,6 +457,24 @@ TEST(HistoryChecker, ReportShowsAtMostTwentyViolationsAndTheirCount) {
   EXPECT_EQ(text.substr(text.size() - rest.size()), rest);
 }
 
+TEST(HistoryChecker, KeepsTheFirstViolationsAndCountsThemAll) {
+  History h;
+  // One grant of a large token, then 10,005 grants of smaller ones.
+  h.grant("p", "a", 1'000'000, 0, 100);
+  for (int k = 0; k < 10'005; ++k)
+    h.grant("q", "b" + std::to_string(k), k + 1, 10 + k, 100);
+  Verdict v = h.check();
+  EXPECT_EQ(v.figures.violations, 10'005);
+  ASSERT_EQ(v.violations.size(), kKeptViolations);
+  EXPECT_EQ(v.violations.back().ops.back().token,
+            static_cast<std::int64_t>(kKeptViolations));
+  std::string text = report(v);
+  EXPECT_NE(text.find(" names: 10005 violations\n"), std::string::npos);
+  const std::string rest = "\n... and 9985 more violations\n";
+  ASSERT_GT(text.size(), rest.size());
+  EXPECT_EQ(text.substr(text.size() - rest.size()), rest);
+}
+
 // --- read_files and dlock_history_check ----------------------------------
 
 class HistoryFiles : public ::testing::Test {

@@ -82,6 +82,8 @@ class Checker {
  private:
   void add(const char* rule, std::string what,
            std::initializer_list<std::size_t> ops) {
+    ++v_.figures.violations;
+    if (v_.violations.size() == kKeptViolations) return;
     Violation v{rule, std::move(what), {}};
     for (std::size_t i : ops)
       if (i != kNone) v.ops.push_back(h_[i]);
@@ -353,7 +355,8 @@ Verdict check(const std::vector<Op>& history) { return Checker(history).run(); }
 
 std::string report(const Verdict& v) {
   const Figures& f = v.figures;
-  std::size_t n = v.violations.size();
+  std::size_t n =
+      std::max(static_cast<std::size_t>(f.violations), v.violations.size());
   std::string s = std::to_string(f.ops) + " ops, " + std::to_string(f.grants) +
                   " acknowledged grants, " + std::to_string(f.writes) +
                   " accepted writes, " + std::to_string(f.unknown) +
@@ -361,14 +364,14 @@ std::string report(const Verdict& v) {
   s += n == 0 ? "no violation"
               : std::to_string(n) + " violation" + (n == 1 ? "" : "s");
   s += "\n";
-  for (std::size_t k = 0; k < n && k < kReportedViolations; ++k) {
+  std::size_t shown = std::min(v.violations.size(), kReportedViolations);
+  for (std::size_t k = 0; k < shown; ++k) {
     const Violation& x = v.violations[k];
     s += "\n" + x.rule + ": " + x.what + "\n";
     for (const Op& op : x.ops) s += "  " + describe(op) + "\n";
   }
-  if (n > kReportedViolations)
-    s += "\n... and " + std::to_string(n - kReportedViolations) +
-         " more violations\n";
+  if (n > shown)
+    s += "\n... and " + std::to_string(n - shown) + " more violations\n";
   return s;
 }
 

@@ -26,10 +26,15 @@ struct Figures {
   std::int64_t writes = 0;   // accepted fenced writes
   std::int64_t unknown = 0;  // calls with no answer
   std::int64_t names = 0;
+  std::int64_t violations = 0;  // all of them, kept or not
 };
 
+// How many violations a verdict keeps with their ops: a broken run can
+// break a rule at every later op, and each kept one copies its ops.
+constexpr std::size_t kKeptViolations = 10'000;
+
 struct Verdict {
-  std::vector<Violation> violations;
+  std::vector<Violation> violations;  // the first kKeptViolations
   Figures figures;
 };
 
@@ -81,9 +86,9 @@ struct Verdict {
 // the last accepted write (the initial row when none was accepted).
 Verdict check(const std::vector<Op>& history);
 
-// A report: a line of figures, then each violation (at most
-// kReportedViolations of them, the count of the rest after) with its
-// operations, one describe() line each.
+// A report: a line of figures with the count of violations, then each
+// violation (at most kReportedViolations of them, the count of the rest
+// after) with its operations, one describe() line each.
 constexpr std::size_t kReportedViolations = 20;
 std::string report(const Verdict& v);
 
