@@ -355,6 +355,18 @@ TEST(HistoryChecker, UnknownForceReleaseInvokedBeforeTheNextGrant) {
   expect_clean(h);
 }
 
+TEST(HistoryChecker, UnknownForceReleaseThatReachedTheServerLate) {
+  // Sent while p held the lease; it ended q's hold, granted meanwhile.
+  History h;
+  h.grant("p", "job", 5, 0, 1'000);
+  h.force_release("job", 30, Outcome::unknown);
+  h.release("p", "job", 5, 40);
+  h.grant("q", "job", 6, 45, 1'000);
+  std::int64_t c = h.grant("r", "job", 7, 100, 1'000).id;
+  std::int64_t d = h.grant("s", "job", 8, 110, 1'000).id;  // not excused
+  expect_only(h, "double grant", {c, d});
+}
+
 TEST(HistoryChecker, UnknownWriteThatLandedAsTheFinalRow) {
   History h;
   h.row(Call::initial_row, "job", "init", 0, 0);

@@ -129,14 +129,19 @@ class Checker {
     }
     if (holds.empty()) return;
 
-    // Times after which no hold that started before them lasts.
+    // Times after which no hold that started before them lasts, and when
+    // force_releases with no answer were sent.
     std::vector<std::int64_t> forced;
+    std::vector<std::int64_t> late;
     for (std::size_t i : ops) {
       const Op& op = h_[i];
       bool known = op.outcome == Outcome::ok;
       if (op.call == Call::force_release) {
         if (known) forced.push_back(op.server_us);
-        if (op.outcome == Outcome::unknown) forced.push_back(op.invoked_us);
+        if (op.outcome == Outcome::unknown) {
+          forced.push_back(op.invoked_us);
+          late.push_back(op.invoked_us);
+        }
         continue;
       }
       if (op.call != Call::renew && op.call != Call::release) continue;
@@ -171,6 +176,14 @@ class Checker {
         return holds[a].start < holds[b].start;
       return holds[a].grant < holds[b].grant;
     });
+    // A force_release with no answer may have reached the server late,
+    // just after the first grant made after it was sent.
+    for (std::int64_t sent : late) {
+      auto first = std::lower_bound(
+          order.begin(), order.end(), sent,
+          [&](std::size_t k, std::int64_t t) { return holds[k].start < t; });
+      if (first != order.end()) holds[*first].end = holds[*first].start;
+    }
 
     std::size_t reach = kNone;  // the hold that ends last so far
     for (std::size_t k : order) {

@@ -53,7 +53,9 @@ struct Verdict {
 //   - the invocation of a release with an unknown outcome (it may have
 //     ended the hold as soon as it was sent), or of a force_release with an
 //     unknown outcome for the holds of the name that started before it was
-//     sent (it is taken to act, if at all, on those).
+//     sent; such a force_release may also have reached the server late,
+//     so the first hold of the name started after it was sent may have
+//     ended at once (it is never part of a double grant).
 // The rules:
 // - double grant: two holds of one name that overlap.
 // - token regression: an acknowledged grant completed before another
