@@ -1,6 +1,7 @@
 // The failure runs' history checker (test/history/checker.h) on hand-made
 // histories: one for each rule broken, the legal look-alikes that must
-// pass, the report, and read_files on files as clients leave them.
+// pass, the report, read_files on files as clients leave them, and
+// dlock_history_check's output and exit status.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -8,8 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
