@@ -18,6 +18,10 @@ constexpr Millis kLookAgain{50};
 // names them.
 constexpr char kApplicationName[] = "dlock keeper";
 
+// Why a renewal did not count, before the server's message and ")".
+constexpr char kNotConfirmed[] =
+    "the last renewal was not confirmed by the synchronous standbys (";
+
 // A reason on one line: libpq's messages may run over several (a failed
 // connection adds "\n\tIs the server running ...?").
 std::string one_line(const std::string& text) {
@@ -180,6 +184,12 @@ void Keeper::run() {
         continue;
       }
       if (r->ok()) {
+        if (auto warning = conn->commit_not_replicated()) {
+          // Committed here but maybe not on the standbys: a failover could
+          // bring back the expiry before it, so the deadline stays.
+          failed(std::string(kNotConfirmed) + warning->message + ")", false);
+          continue;
+        }
         if (auto g = read_grant(*r, sent)) {
           failures = 0;
           last_error.clear();

@@ -14,8 +14,11 @@
 //     transaction pooler, where LISTEN does not work) and a renewal sent at
 //     once is refused: any role may NOTIFY, so the server's answer decides.
 // A failed connection is retried with backoff until the deadline; it is
-// never taken as a sign that the lease is still held. The keeper never
-// releases the lease: its owner does, after stop().
+// never taken as a sign that the lease is still held. Nor is a renewal
+// that the server committed without its synchronous standbys' confirmation
+// (its wait for them was cancelled): it does not move the deadline, and is
+// retried as a failure is. The keeper never releases the lease: its owner
+// does, after stop().
 //
 // The constructor returns once the keeper's connection is up, listening
 // (unless behind a pooler), and has renewed the grant once, so a

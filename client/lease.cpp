@@ -48,6 +48,19 @@ pgc::Result call(pgc::Connection& conn, const std::string& sql,
   }
 }
 
+// The error for a call whose commit the synchronous standbys did not
+// confirm: what the call did, the server's WARNING and what came of it.
+NotReplicated not_replicated(const pgc::Notice& warning, const Grant& g,
+                             const std::string& call,
+                             const std::string& outcome) {
+  return NotReplicated(warning.sqlstate,
+                       "lease " + g.name + ": the " + call + " of token " +
+                           std::to_string(g.token) +
+                           " was not confirmed by the synchronous standbys (" +
+                           warning.message + ")" + outcome,
+                       warning.detail);
+}
+
 }  // namespace
 
 std::optional<Grant> read_grant(const pgc::Result& r, TimePoint sent) {
@@ -102,7 +115,22 @@ std::optional<Grant> Leases::try_acquire(const std::string& name,
           " min_hold => $6::interval)",
       name, interval_text(terms.ttl), owner, interval_param(terms.lock_delay),
       interval_param(terms.max_hold), interval_param(terms.min_hold));
-  return read_grant(r, sent);
+  return replicated(read_grant(r, sent));
+}
+
+std::optional<Grant> Leases::replicated(std::optional<Grant> g) {
+  std::optional<pgc::Notice> warning = conn_.commit_not_replicated();
+  if (!g || !warning) return g;
+  // A release that is its transaction's only write does not wait for the
+  // standbys (see dlock's durability rules), so this cannot hang on them.
+  std::string outcome;
+  try {
+    outcome = release(*g) ? "; released it" : "; it was no longer held";
+  } catch (const pgc::PgError& e) {
+    outcome = std::string("; could not release it (") + e.what() +
+              "), it ends at its expiry";
+  }
+  throw not_replicated(*warning, *g, "grant", outcome);
 }
 
 std::optional<Grant> Leases::acquire(const std::string& name,
@@ -136,7 +164,7 @@ std::optional<Grant> Leases::acquire(const std::string& name,
     if (r.sqlstate() == "55P03") return std::nullopt;  // waited it all
     raise_lease_error(r);
   }
-  return read_grant(r, sent);
+  return replicated(read_grant(r, sent));
 }
 
 Grant Leases::renew(const Grant& grant, std::optional<Millis> ttl) {
@@ -146,6 +174,9 @@ Grant Leases::renew(const Grant& grant, std::optional<Millis> ttl) {
   if (!r.ok()) raise_lease_error(r);
   std::optional<Grant> g = read_grant(r, sent);
   if (!g) throw ServerError("", "dlock.renew returned no lease");
+  if (auto warning = conn_.commit_not_replicated()) {
+    throw not_replicated(*warning, *g, "renewal", "");
+  }
   return *g;
 }
 

@@ -74,6 +74,12 @@ class Leases {
  public:
   explicit Leases(pgc::Connection& conn) : conn_(conn) {}
 
+  // A grant, or a renewal, that the server committed without its
+  // synchronous standbys' confirmation (the commit's wait was cancelled) is
+  // not one: try_acquire and acquire release such a grant, best effort, and
+  // all three throw NotReplicated, which says whether the release went
+  // through.
+
   // The grant, or nullopt when the lease is busy.
   std::optional<Grant> try_acquire(const std::string& name,
                                    const std::string& owner,
@@ -96,6 +102,9 @@ class Leases {
   std::int64_t busy_polls() const { return busy_polls_; }
 
  private:
+  // g, unless the call that returned it was not replicated (see above).
+  std::optional<Grant> replicated(std::optional<Grant> g);
+
   pgc::Connection& conn_;
   std::int64_t busy_polls_ = 0;
 };

@@ -26,6 +26,12 @@ struct InvalidArgument : pgc::PgError { using PgError::PgError; };
 struct ConnectionLost : pgc::PgError { using PgError::PgError; };
 // Anything else the server raised.
 struct ServerError : pgc::PgError { using PgError::PgError; };
+// The call committed on the server it reached, but its wait for the
+// synchronous standbys was cancelled (pg_cancel_backend): the server's
+// WARNING (SQLSTATE 01000, message, DETAIL). A failover to a standby may lose the commit, so a grant
+// answered so is not a grant (Leases gave it back), and a renewal is not a
+// renewal (the expiry the client counts on is the one before it).
+struct NotReplicated : pgc::PgError { using PgError::PgError; };
 
 // Throws the type above that matches e's SQLSTATE.
 [[noreturn]] void rethrow_as_lease_error(const pgc::PgError& e);

@@ -34,7 +34,30 @@ bool wait_socket(PGconn* conn, bool for_write, int timeout_ms) {
   return n >= 0;
 }
 
+std::string field_of(const PGresult* res, int code) {
+  const char* v = PQresultErrorField(res, code);
+  return v ? v : "";
+}
+
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
 }  // namespace
+
+// ---------------------------------------------------------------- Notice
+
+bool Notice::commit_not_replicated() const {
+  if (severity != "WARNING") return false;
+  // Only SyncRepWaitForLSN's cancelled waits raise a WARNING there, in any
+  // lc_messages; the English texts cover a server where the function is
+  // named otherwise.
+  return source_function == "SyncRepWaitForLSN" ||
+         starts_with(message, "canceling wait for synchronous replication") ||
+         starts_with(message,
+                     "canceling the wait for synchronous replication") ||
+         starts_with(detail, "The transaction has already committed locally");
+}
 
 // ---------------------------------------------------------------- Result
 
@@ -149,8 +172,29 @@ std::int64_t Result::affected() const {
 
 // ---------------------------------------------------------------- Connection
 
+struct Connection::NoticeLog {
+  std::vector<Notice> notices;  // the current statement's
+  // The receiver libpq had before: its default one, which hands the text
+  // to the notice processor (stderr, or nothing once silenced).
+  PQnoticeReceiver next = nullptr;
+
+  static void receive(void* arg, const PGresult* res) noexcept {
+    auto* log = static_cast<NoticeLog*>(arg);
+    try {
+      log->notices.push_back({field_of(res, PG_DIAG_SEVERITY_NONLOCALIZED),
+                              field_of(res, PG_DIAG_SQLSTATE),
+                              field_of(res, PG_DIAG_MESSAGE_PRIMARY),
+                              field_of(res, PG_DIAG_MESSAGE_DETAIL),
+                              field_of(res, PG_DIAG_SOURCE_FUNCTION)});
+    } catch (...) {
+      // Out of memory: the notice is printed, not recorded.
+    }
+    if (log->next) log->next(nullptr, res);
+  }
+};
+
 Connection::Connection(const std::string& conninfo)
-    : conn_(PQconnectdb(conninfo.c_str())) {
+    : Connection(PQconnectdb(conninfo.c_str())) {
   if (!conn_) throw PgError("", "out of memory allocating a connection");
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string message = trimmed(PQerrorMessage(conn_));
@@ -160,17 +204,41 @@ Connection::Connection(const std::string& conninfo)
   }
 }
 
+Connection::Connection(PGconn* conn)
+    : conn_(conn), log_(std::make_unique<NoticeLog>()) {
+  if (conn_) {
+    log_->next = PQsetNoticeReceiver(conn_, &NoticeLog::receive, log_.get());
+  }
+}
+
 Connection::~Connection() { close(); }
 
 Connection::Connection(Connection&& other) noexcept
-    : conn_(std::exchange(other.conn_, nullptr)) {}
+    : conn_(std::exchange(other.conn_, nullptr)), log_(std::move(other.log_)) {}
 
 Connection& Connection::operator=(Connection&& other) noexcept {
   if (this != &other) {
     close();
     conn_ = std::exchange(other.conn_, nullptr);
+    log_ = std::move(other.log_);
   }
   return *this;
+}
+
+void Connection::begin_statement() {
+  if (log_) log_->notices.clear();
+}
+
+const std::vector<Notice>& Connection::notices() const {
+  static const std::vector<Notice> none;
+  return log_ ? log_->notices : none;
+}
+
+std::optional<Notice> Connection::commit_not_replicated() const {
+  for (const Notice& n : notices()) {
+    if (n.commit_not_replicated()) return n;
+  }
+  return std::nullopt;
 }
 
 void Connection::close() noexcept {
@@ -184,6 +252,7 @@ Result Connection::run(const std::string& sql, const std::vector<Param>& params,
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
+  begin_statement();
   // Null types, lengths and formats: every parameter is text and the server
   // infers its type from the statement; results come back as text.
   PGresult* res = PQexecParams(conn_, sql.c_str(),
@@ -228,6 +297,7 @@ std::optional<Result> Connection::run_interruptible(
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
+  begin_statement();
   if (!PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()),
                          nullptr, values.data(), nullptr, nullptr, 0)) {
     return Result(nullptr, trimmed(PQerrorMessage(conn_)));

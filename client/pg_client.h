@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -119,6 +120,26 @@ struct Notification {
   std::string payload;
 };
 
+// A NOTICE or WARNING the server sent while a statement ran. message and
+// detail follow the server's lc_messages; severity, sqlstate and
+// source_function do not.
+struct Notice {
+  // WARNING, NOTICE, ... (never translated).
+  std::string severity;
+  std::string sqlstate;
+  // The primary message, and the DETAIL ("" if none).
+  std::string message;
+  std::string detail;
+  // The server's C function that raised it.
+  std::string source_function;
+
+  // True for the WARNING of a commit whose wait for the synchronous
+  // standbys was cancelled (pg_cancel_backend; statement_timeout does not
+  // end that wait): the transaction committed on this server, but may not
+  // have reached a standby, and a failover may lose it.
+  bool commit_not_replicated() const;
+};
+
 // Asked at least every 50 ms while an interruptible call waits for the
 // server: false abandons the wait.
 using KeepWaiting = std::function<bool()>;
@@ -175,6 +196,13 @@ class Connection {
   // printing them on stderr (libpq's default), for background work.
   void silence_notices();
 
+  // The notices the server sent during the last statement (exec, try_exec,
+  // run, run_interruptible), whether printed or silenced.
+  const std::vector<Notice>& notices() const;
+  // The first of them that says the statement's commit was not confirmed
+  // by the synchronous standbys (Notice::commit_not_replicated), if any.
+  std::optional<Notice> commit_not_replicated() const;
+
   // False once the connection is broken.
   bool ok() const { return conn_ && PQstatus(conn_) == CONNECTION_OK; }
 
@@ -183,10 +211,16 @@ class Connection {
   PGconn* get() const { return conn_; }
 
  private:
-  explicit Connection(PGconn* conn) : conn_(conn) {}
+  explicit Connection(PGconn* conn);
   void close() noexcept;
+  // Starts recording the notices of a new statement.
+  void begin_statement();
 
+  // What the notice receiver writes; on the heap, so that its address,
+  // which libpq keeps, survives a move.
+  struct NoticeLog;
   PGconn* conn_ = nullptr;
+  std::unique_ptr<NoticeLog> log_;
 };
 
 }  // namespace pgc
