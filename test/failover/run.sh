@@ -422,6 +422,7 @@ wait_progress 60 || fail "the clients made no progress: $(cat "$DIR/clients.log"
 
 # --- the faults
 declare -A DONE=()
+MOVED=0  # faults after which another node was primary
 START=$(now)
 for ((i = 0; i < FAILOVERS; i++)); do
   kind=${FAULTS[$((i % ${#FAULTS[@]}))]}
@@ -437,6 +438,7 @@ for ((i = 0; i < FAILOVERS; i++)); do
   wait_healthy 180 || fail "the cluster did not heal after $kind"
   log "$kind: node$old -> node$new; primary after ${t_primary}s, clients on after ${t_progress}s, healed after $(since "$t0")s"
   DONE[$kind]=$((${DONE[$kind]:-0} + 1))
+  [ "$new" != "$old" ] && MOVED=$((MOVED + 1))
 done
 FAULT_TIME=$(since "$START")
 
@@ -452,7 +454,7 @@ CLIENTS_PID=
 
 summary="faults:"
 for kind in "${FAULTS[@]}"; do summary+=" $kind ${DONE[$kind]:-0}"; done
-log "$summary, in ${FAULT_TIME}s"
+log "$summary, in ${FAULT_TIME}s; the primary moved $MOVED times"
 count() { cat "$DIR"/history/client-*.jsonl | grep -c "$1" || true; }
 calls=$(count '"type":"invoke"')
 line="calls $calls:"
