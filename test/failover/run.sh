@@ -76,7 +76,7 @@ else
   SERVER_USER=$(id -un)
 fi
 
-DIR=$(mktemp -d /tmp/dlock-failover.XXXXXX)
+DIR=$(mktemp -d -t dlock-failover.XXXXXX)  # in TMPDIR
 chmod 755 "$DIR"
 mkdir "$DIR/history"
 [ "$(id -u)" = 0 ] && chown "$SERVER_USER": "$DIR"
@@ -360,23 +360,24 @@ fault_switchover() {
 }
 
 fault_freeze() {
-  local n=$1 pm pids
+  local n=$1 pm pids promoted
   pm=$(postmaster_pid "$n")
   [ -n "$pm" ] || fail "node$n has no postmaster.pid"
   # Patroni first, so it cannot notice and restart anything; the
   # postmaster before its children, so it forks no new ones.
   signal_tree STOP "${PATRONI_PID[$n]}"
   kill -STOP "$pm"
-  pids=$(pgrep -P "$pm" || true)
-  # shellcheck disable=SC2086
-  [ -n "$pids" ] && kill -STOP $pids
-  local promoted
-  promoted=$(wait_primary 90 "$n") || { kill -CONT "$pm" $pids; fail "no node promoted while node$n was frozen"; }
+  mapfile -t pids < <(pgrep -P "$pm" || true)
+  [ ${#pids[@]} -gt 0 ] && kill -STOP "${pids[@]}"
+  promoted=$(wait_primary 90 "$n") || {
+    kill -CONT "$pm" "${pids[@]}"
+    fail "no node promoted while node$n was frozen"
+  }
   log "node$promoted promoted while node$n is frozen"
   # Postgres wakes first: for a moment it still runs as a primary, with
   # the clients' connections, before its Patroni sees that it lost the
   # leader key and demotes it.
-  kill -CONT "$pm" $pids 2>/dev/null || true
+  kill -CONT "$pm" "${pids[@]}" 2>/dev/null || true
   sleep 2
   signal_tree CONT "${PATRONI_PID[$n]}"
 }
@@ -421,7 +422,7 @@ CLIENTS_PID=$!
 wait_progress 60 || fail "the clients made no progress: $(cat "$DIR/clients.log")"
 
 # --- the faults
-declare -A DONE=()
+declare -A FAULTS_DONE=()
 MOVED=0  # faults after which another node was primary
 START=$(now)
 for ((i = 0; i < FAILOVERS; i++)); do
@@ -437,7 +438,7 @@ for ((i = 0; i < FAILOVERS; i++)); do
   t_progress=$(since "$t0")
   wait_healthy 180 || fail "the cluster did not heal after $kind"
   log "$kind: node$old -> node$new; primary after ${t_primary}s, clients on after ${t_progress}s, healed after $(since "$t0")s"
-  DONE[$kind]=$((${DONE[$kind]:-0} + 1))
+  FAULTS_DONE[$kind]=$((${FAULTS_DONE[$kind]:-0} + 1))
   [ "$new" != "$old" ] && MOVED=$((MOVED + 1))
 done
 FAULT_TIME=$(since "$START")
@@ -453,7 +454,7 @@ CLIENTS_PID=
 [ "$clients_status" = 0 ] || fail "the clients failed ($clients_status): $(cat "$DIR/clients.log")"
 
 summary="faults:"
-for kind in "${FAULTS[@]}"; do summary+=" $kind ${DONE[$kind]:-0}"; done
+for kind in "${FAULTS[@]}"; do summary+=" $kind ${FAULTS_DONE[$kind]:-0}"; done
 log "$summary, in ${FAULT_TIME}s; the primary moved $MOVED times"
 count() { cat "$DIR"/history/client-*.jsonl | grep -c "$1" || true; }
 calls=$(count '"type":"invoke"')
