@@ -1,13 +1,16 @@
 // The failure runs' history checker (test/history/checker.h) on hand-made
 // histories: one for each rule broken, the legal look-alikes that must
-// pass, the report, and read_files on files as clients leave them.
+// pass, the report, read_files on files as clients leave them, and
+// dlock_history_check's output and exit status.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -379,6 +382,18 @@ TEST(HistoryChecker, UnknownForceReleaseInvokedBeforeTheNextGrant) {
   expect_clean(h);
 }
 
+TEST(HistoryChecker, UnknownForceReleaseThatReachedTheServerLate) {
+  // Sent while p held the lease; it ended q's hold, granted meanwhile.
+  History h;
+  h.grant("p", "job", 5, 0, 1'000);
+  h.force_release("job", 30, Outcome::unknown);
+  h.release("p", "job", 5, 40);
+  h.grant("q", "job", 6, 45, 1'000);
+  std::int64_t c = h.grant("r", "job", 7, 100, 1'000).id;
+  std::int64_t d = h.grant("s", "job", 8, 110, 1'000).id;  // not excused
+  expect_only(h, "double grant", {c, d});
+}
+
 TEST(HistoryChecker, UnknownWriteThatLandedAsTheFinalRow) {
   History h;
   h.row(Call::initial_row, "job", "init", 0, 0);
@@ -481,9 +496,27 @@ TEST(HistoryChecker, ReportShowsAtMostTwentyViolationsAndTheirCount) {
   EXPECT_EQ(text.substr(text.size() - rest.size()), rest);
 }
 
-// --- read_files ---------------------------------------------------------
+TEST(HistoryChecker, KeepsTheFirstViolationsAndCountsThemAll) {
+  History h;
+  // One grant of a large token, then 10,005 grants of smaller ones.
+  h.grant("p", "a", 1'000'000, 0, 100);
+  for (int k = 0; k < 10'005; ++k)
+    h.grant("q", "b" + std::to_string(k), k + 1, 10 + k, 100);
+  Verdict v = h.check();
+  EXPECT_EQ(v.figures.violations, 10'005);
+  ASSERT_EQ(v.violations.size(), kKeptViolations);
+  EXPECT_EQ(v.violations.back().ops.back().token,
+            static_cast<std::int64_t>(kKeptViolations));
+  std::string text = report(v);
+  EXPECT_NE(text.find(" names: 10005 violations\n"), std::string::npos);
+  const std::string rest = "\n... and 9985 more violations\n";
+  ASSERT_GT(text.size(), rest.size());
+  EXPECT_EQ(text.substr(text.size() - rest.size()), rest);
+}
 
-class HistoryReadFiles : public ::testing::Test {
+// --- read_files and dlock_history_check ----------------------------------
+
+class HistoryFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string pattern =
@@ -498,6 +531,33 @@ class HistoryReadFiles : public ::testing::Test {
     std::string path = (dir_ / name).string();
     std::ofstream(path) << text;
     return path;
+  }
+
+  // Each owner's ops as its client logs them, in the file <owner>.jsonl.
+  void log(const History& h) {
+    std::map<std::string, std::string> files;
+    for (const Op& op : h.ops()) {
+      std::string& text = files[op.client];
+      text += invoke_line(op) + "\n";
+      if (op.outcome != Outcome::unknown) text += complete_line(op) + "\n";
+    }
+    for (const auto& [client, text] : files) file(client + ".jsonl", text);
+  }
+
+  // dlock_history_check's exit status with `args`; its output (stdout and
+  // stderr) in `output`.
+  int check_command(const std::string& args, std::string& output) {
+    std::string command =
+        std::string(DLOCK_HISTORY_CHECK) + " " + args + " 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) throw std::runtime_error("popen failed");
+    output.clear();
+    char buffer[4096];
+    std::size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0)
+      output.append(buffer, n);
+    int status = pclose(pipe);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
   std::filesystem::path dir_;
@@ -520,7 +580,7 @@ Op granted(std::int64_t id, const std::string& client) {
   return op;
 }
 
-TEST_F(HistoryReadFiles, MergesInvokeAndComplete) {
+TEST_F(HistoryFiles, MergesInvokeAndComplete) {
   Op a = granted(1, "p");
   Op b = granted(2, "q");
   std::string p =
@@ -536,7 +596,7 @@ TEST_F(HistoryReadFiles, MergesInvokeAndComplete) {
   EXPECT_EQ(ops[1].expires_us, b.expires_us);
 }
 
-TEST_F(HistoryReadFiles, AnInvokeWithoutItsCompleteIsUnknown) {
+TEST_F(HistoryFiles, AnInvokeWithoutItsCompleteIsUnknown) {
   Op a = granted(1, "p");
   Op b = granted(2, "p");
   std::string p = file("p.jsonl", invoke_line(a) + "\n" + invoke_line(b) +
@@ -550,7 +610,7 @@ TEST_F(HistoryReadFiles, AnInvokeWithoutItsCompleteIsUnknown) {
   EXPECT_EQ(check(ops).figures.unknown, 1);
 }
 
-TEST_F(HistoryReadFiles, ATornLastLineIsTolerated) {
+TEST_F(HistoryFiles, ATornLastLineIsTolerated) {
   Op a = granted(1, "p");
   std::string line = complete_line(a);
   std::string p =
@@ -560,7 +620,7 @@ TEST_F(HistoryReadFiles, ATornLastLineIsTolerated) {
   EXPECT_EQ(ops[0].outcome, Outcome::unknown);
 }
 
-TEST_F(HistoryReadFiles, AMalformedMiddleLineNamesItsFileAndLine) {
+TEST_F(HistoryFiles, AMalformedMiddleLineNamesItsFileAndLine) {
   Op a = granted(1, "p");
   Op b = granted(2, "p");
   std::string line = invoke_line(b);
@@ -574,6 +634,56 @@ TEST_F(HistoryReadFiles, AMalformedMiddleLineNamesItsFileAndLine) {
     std::string what = e.what();
     EXPECT_EQ(what.substr(0, p.size() + 3), p + ":2:") << what;
   }
+}
+
+TEST_F(HistoryFiles, CheckCommandOnACleanDirectory) {
+  History h;
+  h.grant("p", "job", 5, 0, 100);
+  h.release("p", "job", 5, 10, Outcome::unknown);
+  h.grant("q", "job", 6, 20, 100);
+  log(h);
+  file("notes.txt", "not a history\n");
+  std::string out;
+  EXPECT_EQ(check_command(dir_.string(), out), 0) << out;
+  EXPECT_EQ(out,
+            "3 ops, 2 acknowledged grants, 0 accepted writes, 1 unknown "
+            "outcomes, 1 names: no violation\n");
+}
+
+TEST_F(HistoryFiles, CheckCommandOnViolations) {
+  History h;
+  h.grant("p", "job", 5, 0, 100);
+  h.grant("q", "job", 6, 20, 100);
+  log(h);
+  std::string out;
+  // The files, named one by one, are one history.
+  EXPECT_EQ(
+      check_command(
+          (dir_ / "p.jsonl").string() + " " + (dir_ / "q.jsonl").string(), out),
+      1)
+      << out;
+  EXPECT_EQ(out.substr(0, out.find('\n')),
+            "2 ops, 2 acknowledged grants, 0 accepted writes, 0 unknown "
+            "outcomes, 1 names: 1 violation");
+  EXPECT_NE(out.find("\ndouble grant: \"job\": token 5"), std::string::npos)
+      << out;
+}
+
+TEST_F(HistoryFiles, CheckCommandOnBadInput) {
+  std::string out;
+  EXPECT_EQ(check_command("", out), 2);
+  EXPECT_EQ(out.substr(0, 27), "usage: dlock_history_check ");
+  EXPECT_EQ(check_command((dir_ / "none.jsonl").string(), out), 2);
+  EXPECT_EQ(check_command(dir_.string(), out), 2);  // no *.jsonl in it
+  EXPECT_EQ(out, "dlock_history_check: no *.jsonl history in " + dir_.string() +
+                     "\n");
+  Op a = granted(1, "p");
+  std::string bad =
+      file("p.jsonl", "{\"type\": \"invoke\"\n" + invoke_line(a) + "\n");
+  EXPECT_EQ(check_command(dir_.string(), out), 2);
+  EXPECT_EQ(out.substr(0, 21 + bad.size() + 3),
+            "dlock_history_check: " + bad + ":1:")
+      << out;
 }
 
 }  // namespace

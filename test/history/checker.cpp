@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -49,39 +50,40 @@ class Checker {
   explicit Checker(const std::vector<Op>& history) : h_(history) {}
 
   Verdict run() {
-    Index all(h_.size());
-    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-    std::sort(all.begin(), all.end(), [this](std::size_t a, std::size_t b) {
-      int c = h_[a].name.compare(h_[b].name);
-      return c != 0 ? c < 0 : a < b;
-    });
+    // Each name's ops in history order, hashed rather than sorted: a
+    // million ops share a few names.
+    std::unordered_map<std::string_view, Index> by_name;
     Index grants;
-    Index name;
-    for (std::size_t k = 0; k < all.size(); ++k) {
-      const Op& op = h_[all[k]];
-      name.push_back(all[k]);
+    for (std::size_t i = 0; i < h_.size(); ++i) {
+      const Op& op = h_[i];
+      by_name[op.name].push_back(i);
       if (acknowledged(op)) {
-        grants.push_back(all[k]);
+        grants.push_back(i);
         ++v_.figures.grants;
       }
       if (accepted(op)) ++v_.figures.writes;
       if (op.outcome == Outcome::unknown) ++v_.figures.unknown;
-      if (k + 1 == all.size() || h_[all[k + 1]].name != op.name) {
-        ++v_.figures.names;
-        check_holds(name);
-        check_writes(name);
-        check_final_rows(name);
-        name.clear();
-      }
+    }
+    std::vector<const std::pair<const std::string_view, Index>*> names;
+    for (auto& entry : by_name) names.push_back(&entry);
+    std::sort(names.begin(), names.end(),
+              [](const auto* a, const auto* b) { return a->first < b->first; });
+    for (auto* name : names) {
+      check_holds(name->second);
+      check_writes(name->second);
+      check_final_rows(name->second);
     }
     check_tokens(grants);
     v_.figures.ops = static_cast<std::int64_t>(h_.size());
+    v_.figures.names = static_cast<std::int64_t>(names.size());
     return std::move(v_);
   }
 
  private:
   void add(const char* rule, std::string what,
            std::initializer_list<std::size_t> ops) {
+    ++v_.figures.violations;
+    if (v_.violations.size() == kKeptViolations) return;
     Violation v{rule, std::move(what), {}};
     for (std::size_t i : ops)
       if (i != kNone) v.ops.push_back(h_[i]);
@@ -127,14 +129,19 @@ class Checker {
     }
     if (holds.empty()) return;
 
-    // Times after which no hold that started before them lasts.
+    // Times after which no hold that started before them lasts, and when
+    // force_releases with no answer were sent.
     std::vector<std::int64_t> forced;
+    std::vector<std::int64_t> late;
     for (std::size_t i : ops) {
       const Op& op = h_[i];
       bool known = op.outcome == Outcome::ok;
       if (op.call == Call::force_release) {
         if (known) forced.push_back(op.server_us);
-        if (op.outcome == Outcome::unknown) forced.push_back(op.invoked_us);
+        if (op.outcome == Outcome::unknown) {
+          forced.push_back(op.invoked_us);
+          late.push_back(op.invoked_us);
+        }
         continue;
       }
       if (op.call != Call::renew && op.call != Call::release) continue;
@@ -169,6 +176,14 @@ class Checker {
         return holds[a].start < holds[b].start;
       return holds[a].grant < holds[b].grant;
     });
+    // A force_release with no answer may have reached the server late,
+    // just after the first grant made after it was sent.
+    for (std::int64_t sent : late) {
+      auto first = std::lower_bound(
+          order.begin(), order.end(), sent,
+          [&](std::size_t k, std::int64_t t) { return holds[k].start < t; });
+      if (first != order.end()) holds[*first].end = holds[*first].start;
+    }
 
     std::size_t reach = kNone;  // the hold that ends last so far
     for (std::size_t k : order) {
@@ -362,7 +377,8 @@ Verdict check(const std::vector<Op>& history) { return Checker(history).run(); }
 
 std::string report(const Verdict& v) {
   const Figures& f = v.figures;
-  std::size_t n = v.violations.size();
+  std::size_t n =
+      std::max(static_cast<std::size_t>(f.violations), v.violations.size());
   std::string s = std::to_string(f.ops) + " ops, " + std::to_string(f.grants) +
                   " acknowledged grants, " + std::to_string(f.writes) +
                   " accepted writes, " + std::to_string(f.unknown) +
@@ -370,14 +386,14 @@ std::string report(const Verdict& v) {
   s += n == 0 ? "no violation"
               : std::to_string(n) + " violation" + (n == 1 ? "" : "s");
   s += "\n";
-  for (std::size_t k = 0; k < n && k < kReportedViolations; ++k) {
+  std::size_t shown = std::min(v.violations.size(), kReportedViolations);
+  for (std::size_t k = 0; k < shown; ++k) {
     const Violation& x = v.violations[k];
     s += "\n" + x.rule + ": " + x.what + "\n";
     for (const Op& op : x.ops) s += "  " + describe(op) + "\n";
   }
-  if (n > kReportedViolations)
-    s += "\n... and " + std::to_string(n - kReportedViolations) +
-         " more violations\n";
+  if (n > shown)
+    s += "\n... and " + std::to_string(n - shown) + " more violations\n";
   return s;
 }
 
