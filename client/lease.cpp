@@ -103,18 +103,24 @@ std::string interval_text(Millis d) {
   return std::to_string(d.count()) + " milliseconds";
 }
 
+Statement try_acquire_statement(const std::string& name,
+                                const std::string& owner, const Terms& terms) {
+  return {std::string(kGrantColumns) +
+              "dlock.try_acquire($1, $2::interval, owner => $3,"
+              " lock_delay => $4::interval, max_hold => $5::interval,"
+              " min_hold => $6::interval)",
+          {name, interval_text(terms.ttl), owner,
+           interval_param(terms.lock_delay), interval_param(terms.max_hold),
+           interval_param(terms.min_hold)}};
+}
+
 std::optional<Grant> Leases::try_acquire(const std::string& name,
                                          const std::string& owner,
                                          const Terms& terms) {
   TimePoint sent = BootClock::now();
-  pgc::Result r = call(
-      conn_,
-      std::string(kGrantColumns) +
-          "dlock.try_acquire($1, $2::interval, owner => $3,"
-          " lock_delay => $4::interval, max_hold => $5::interval,"
-          " min_hold => $6::interval)",
-      name, interval_text(terms.ttl), owner, interval_param(terms.lock_delay),
-      interval_param(terms.max_hold), interval_param(terms.min_hold));
+  Statement s = try_acquire_statement(name, owner, terms);
+  pgc::Result r = conn_.run(s.sql, s.params, false);
+  if (!r.ok()) raise_lease_error(r);
   return replicated(read_grant(r, sent));
 }
 

@@ -68,6 +68,10 @@ struct Statement {
   std::vector<pgc::Param> params;
 };
 Statement renew_statement(const Grant& grant, std::optional<Millis> ttl);
+// try_acquire as Leases sends it, for callers that run it themselves (with
+// Connection::run_interruptible) and read the answer with read_grant.
+Statement try_acquire_statement(const std::string& name,
+                                const std::string& owner, const Terms& terms);
 std::optional<Grant> read_grant(const pgc::Result& r, TimePoint sent);
 
 class Leases {

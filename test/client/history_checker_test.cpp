@@ -195,6 +195,32 @@ TEST(HistoryChecker, TokenRegressionAcrossNames) {
               "owner p)");
 }
 
+TEST(HistoryChecker, OwnerHandedAnEarlierHoldAfterLargerTokens) {
+  // p's release got no answer; later p asks again and is handed the hold
+  // it still has, token 5, which began before q's token 9 was granted.
+  History h;
+  h.grant("p", "a", 5, 0, 10'000);
+  h.release("p", "a", 5, 10, Outcome::unknown);
+  h.grant("q", "b", 9, 50, 1'000);
+  h.grant("p", "a", 5, 100, 10'000, Outcome::ok, 0);
+  expect_clean(h);
+}
+
+TEST(HistoryChecker, OwnerHandedAHoldWhoseGrantWasNeverAnswered) {
+  History h;
+  h.grant("p", "a", 0, 0, 10'000, Outcome::unknown);
+  h.grant("q", "b", 9, 50, 1'000);
+  h.grant("p", "a", 5, 100, 10'000, Outcome::ok, 0);
+  expect_clean(h);
+}
+
+TEST(HistoryChecker, OwnerHandedAHoldThatBeganAfterALargerToken) {
+  History h;
+  std::int64_t q = h.grant("q", "b", 9, 0, 1'000).id;
+  std::int64_t p = h.grant("p", "a", 5, 100, 10'000, Outcome::ok, 50).id;
+  expect_only(h, "token regression", {q, p});
+}
+
 TEST(HistoryChecker, EqualTokenForAnotherOwner) {
   History h;
   std::int64_t a = h.grant("p", "job", 5, 0, 1'000).id;

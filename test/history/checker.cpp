@@ -308,8 +308,17 @@ class Checker {
     }
   }
 
+  // When a grant took effect: its invocation, or, when the owner asked
+  // again and was handed a hold that began earlier (its first answer may
+  // have been lost, or granted before a failover), when that hold began.
+  std::int64_t granted_from(std::size_t i) const {
+    const Op& op = h_[i];
+    return op.acquired_us > 0 ? std::min(op.invoked_us, op.acquired_us)
+                              : op.invoked_us;
+  }
+
   // Token regression across all names: a sweep of the grants in the order
-  // they were invoked, against the largest token of those completed before.
+  // they took effect, against the largest token of those completed before.
   void check_tokens(Index done) {
     Index sent = done;
     std::sort(done.begin(), done.end(), [this](std::size_t a, std::size_t b) {
@@ -318,8 +327,8 @@ class Checker {
                  : a < b;
     });
     std::sort(sent.begin(), sent.end(), [this](std::size_t a, std::size_t b) {
-      return h_[a].invoked_us != h_[b].invoked_us
-                 ? h_[a].invoked_us < h_[b].invoked_us
+      return granted_from(a) != granted_from(b)
+                 ? granted_from(a) < granted_from(b)
                  : a < b;
     });
     auto same_hold = [this](std::size_t a, std::size_t b) {
@@ -331,7 +340,7 @@ class Checker {
     std::size_t other = kNone;    // one of that token not its same hold
     for (std::size_t i : sent) {
       const Op& op = h_[i];
-      for (; next < done.size() && h_[done[next]].completed_us < op.invoked_us;
+      for (; next < done.size() && h_[done[next]].completed_us < granted_from(i);
            ++next) {
         std::size_t d = done[next];
         if (highest == kNone || h_[d].token > h_[highest].token) {

@@ -61,7 +61,9 @@ struct Verdict {
 // - token regression: an acknowledged grant completed before another
 //   acknowledged grant was invoked (client's clock), with a token not
 //   smaller, unless both are the same hold. Tokens are global: this spans
-//   names, and an equal token for another owner or name breaks it.
+//   names, and an equal token for another owner or name breaks it. A
+//   grant that hands its owner a hold begun before it was invoked (the
+//   owner asked again) counts as invoked when that hold began.
 // - fencing: of one name's row, an accepted write invoked after another
 //   accepted write completed, with a smaller token (fenced_update accepts
 //   a token >= the row's fence, so a holder may write many times).
