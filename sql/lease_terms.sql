@@ -92,3 +92,14 @@ SELECT expires_at - acquired_at AS length
   FROM dlock.try_acquire('n9', interval '106751992 days -2562047788:00:54.775807', 'o9');
 SELECT code, message
   FROM regress.error_of($$SELECT dlock.acquire('n10', '30 s', interval '-106751992 days 2562047788:00:54.775807')$$);
+
+-- A row whose acquired_at is 'infinity' (written by hand) puts max_hold's
+-- cap at the end of time: a renewal gets its whole ttl, a finite expiry.
+SELECT token AS t11 FROM dlock.try_acquire('n11', '30 s', 'o11', max_hold => '1 min') \gset
+UPDATE dlock.lease_store SET acquired_at = 'infinity' WHERE name = 'n11';
+BEGIN;
+SELECT isfinite(expires_at) AS finite,
+       expires_at >= now() + interval '30 s' AS whole_ttl,
+       expires_at <= clock_timestamp() + interval '30 s' AS not_more
+  FROM dlock.renew('n11', :t11, owner => 'o11');
+COMMIT;

@@ -90,6 +90,16 @@ TEST(Duration, DayPartPastTheRangeBroughtBackByTime) {
   EXPECT_EQ(saturated_duration(iv(kInt64Max, -106'751'992)), -71'945'224'193);
 }
 
+TEST(SaturatedSum, ExactWhereItFitsClampedWhereNot) {
+  EXPECT_EQ(saturated_sum(100, 50), 150);
+  EXPECT_EQ(saturated_sum(100, -150), -50);
+  EXPECT_EQ(saturated_sum(kInt64Max - 1, 1), kInt64Max);
+  EXPECT_EQ(saturated_sum(kInt64Max, 1), kInt64Max);
+  EXPECT_EQ(saturated_sum(1, kInt64Max), kInt64Max);
+  EXPECT_EQ(saturated_sum(kInt64Min, -1), kInt64Min);
+  EXPECT_EQ(saturated_sum(kInt64Max, kInt64Min), -1);
+}
+
 TEST(Duration, OverflowMessageNamesTheArgument) {
   try {
     duration(iv(0, 0, kInt32Max), "timeout");
