@@ -82,3 +82,24 @@ SET statement_timeout = '100ms';
 SELECT dlock.acquire('mine', '30 s', interval '106751991 days 04:00:54.775807', 'x');
 RESET statement_timeout;
 SELECT regress.outcome($$SELECT dlock.acquire('mine', '30 s', '0', 'x')$$) AS zero;
+
+-- An interval whose day part alone lies past the 64-bit range of
+-- microseconds, brought back into it by a time part of the other sign, is
+-- as long as it says: 106751992 days less 2562047788:00:54.775807 is
+-- 71945224193 us (about 20 h), a ttl like any other, and the same
+-- negated is a negative timeout, not one out of range.
+SELECT expires_at - acquired_at AS length
+  FROM dlock.try_acquire('n9', interval '106751992 days -2562047788:00:54.775807', 'o9');
+SELECT code, message
+  FROM regress.error_of($$SELECT dlock.acquire('n10', '30 s', interval '-106751992 days 2562047788:00:54.775807')$$);
+
+-- A row whose acquired_at is 'infinity' (written by hand) puts max_hold's
+-- cap at the end of time: a renewal gets its whole ttl, a finite expiry.
+SELECT token AS t11 FROM dlock.try_acquire('n11', '30 s', 'o11', max_hold => '1 min') \gset
+UPDATE dlock.lease_store SET acquired_at = 'infinity' WHERE name = 'n11';
+BEGIN;
+SELECT isfinite(expires_at) AS finite,
+       expires_at >= now() + interval '30 s' AS whole_ttl,
+       expires_at <= clock_timestamp() + interval '30 s' AS not_more
+  FROM dlock.renew('n11', :t11, owner => 'o11');
+COMMIT;

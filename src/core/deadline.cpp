@@ -12,9 +12,7 @@ Micros monotonic_now() {
 }
 
 Deadline Deadline::after(Micros now, Micros timeout) {
-  Micros at;
-  if (__builtin_add_overflow(now, timeout, &at)) at = INT64_MAX;
-  return Deadline(at);
+  return Deadline(saturated_sum(now, timeout));
 }
 
 int sleep_ms(Micros free_in, Micros deadline_left) {

@@ -4,24 +4,31 @@
 
 namespace dlock {
 
+namespace {
+
+// The interval's exact length: 128 bits hold any three fields.
+__int128 exact_length(const IntervalFields& interval) {
+  return (static_cast<__int128>(interval.months) * kDaysPerMonth +
+          interval.days) *
+             kMicrosPerDay +
+         interval.time;
+}
+
+}  // namespace
+
 Micros duration(const IntervalFields& interval, const char* what) {
-  Micros days =
-      static_cast<Micros>(interval.months) * kDaysPerMonth + interval.days;
-  Micros day_part;
-  Micros total;
-  if (__builtin_mul_overflow(days, kMicrosPerDay, &day_part) ||
-      __builtin_add_overflow(day_part, interval.time, &total)) {
+  // Summed in 128 bits: a day part past the 64-bit range may be brought
+  // back into it by a time part of the other sign.
+  __int128 total = exact_length(interval);
+  if (total > INT64_MAX || total < INT64_MIN) {
     throw Error(sqlstate::invalid_parameter_value,
                 std::string(what) + " is out of range");
   }
-  return total;
+  return static_cast<Micros>(total);
 }
 
 Micros saturated_duration(const IntervalFields& interval) {
-  __int128 total = (static_cast<__int128>(interval.months) * kDaysPerMonth +
-                    interval.days) *
-                       kMicrosPerDay +
-                   interval.time;
+  __int128 total = exact_length(interval);
   if (total > INT64_MAX) return INT64_MAX;
   if (total < INT64_MIN) return INT64_MIN;
   return static_cast<Micros>(total);

@@ -30,6 +30,14 @@ Micros duration(const IntervalFields& interval, const char* what);
 // that must answer for any interval (dlock.lease_state).
 Micros saturated_duration(const IntervalFields& interval);
 
+// a + b, clamped to the int64 range instead of overflowing: times near
+// 'infinity' (which SQL may pass) plus a duration stay at the end of time.
+inline Micros saturated_sum(Micros a, Micros b) {
+  Micros sum;
+  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return sum;
+}
+
 // A duration for messages: "1500 ms", or "1500.25 ms" when not whole.
 std::string describe_duration(Micros us);
 

@@ -41,11 +41,7 @@ enum class LeaseState {
 // may pass 'infinity').
 inline Micros free_at(const LeaseRow& row) {
   if (row.released) return row.min_hold_until;
-  Micros at;
-  if (__builtin_add_overflow(row.expires_at, row.lock_delay, &at)) {
-    return row.lock_delay > 0 ? INT64_MAX : INT64_MIN;
-  }
-  return at;
+  return saturated_sum(row.expires_at, row.lock_delay);
 }
 
 // The state at `now`. Expiry is exclusive: a lease expiring at `now` is no
@@ -61,12 +57,14 @@ inline bool is_held(const LeaseRow& row, Micros now) {
 }
 
 // The expiry a grant or renewal at `now` for `ttl` gets, capped at
-// acquired_at + max_hold when the lease has a max_hold (> 0).
+// acquired_at + max_hold when the lease has a max_hold (> 0). Saturates
+// like free_at() (a row's acquired_at may be 'infinity').
 inline Micros capped_expiry(Micros now, Micros ttl, Micros acquired_at,
                             Micros max_hold) {
-  Micros expiry = now + ttl;
-  if (max_hold > 0 && expiry > acquired_at + max_hold) {
-    expiry = acquired_at + max_hold;
+  Micros expiry = saturated_sum(now, ttl);
+  if (max_hold > 0) {
+    Micros cap = saturated_sum(acquired_at, max_hold);
+    if (expiry > cap) expiry = cap;
   }
   return expiry;
 }

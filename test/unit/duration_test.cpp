@@ -81,6 +81,25 @@ TEST(Duration, OverflowIs22023) {
                   "22023");
 }
 
+// A day part past the 64-bit range that the time part brings back into it
+// is a length like any other (the sum is exact, not done in 64 bits).
+TEST(Duration, DayPartPastTheRangeBroughtBackByTime) {
+  // -106751992 days is -9223372108800000000 us, below INT64_MIN.
+  EXPECT_EQ(duration(iv(kInt64Max, -106'751'992), "ttl"), -71'945'224'193);
+  EXPECT_EQ(duration(iv(kInt64Min, 106'751'992), "ttl"), 71'945'224'192);
+  EXPECT_EQ(saturated_duration(iv(kInt64Max, -106'751'992)), -71'945'224'193);
+}
+
+TEST(SaturatedSum, ExactWhereItFitsClampedWhereNot) {
+  EXPECT_EQ(saturated_sum(100, 50), 150);
+  EXPECT_EQ(saturated_sum(100, -150), -50);
+  EXPECT_EQ(saturated_sum(kInt64Max - 1, 1), kInt64Max);
+  EXPECT_EQ(saturated_sum(kInt64Max, 1), kInt64Max);
+  EXPECT_EQ(saturated_sum(1, kInt64Max), kInt64Max);
+  EXPECT_EQ(saturated_sum(kInt64Min, -1), kInt64Min);
+  EXPECT_EQ(saturated_sum(kInt64Max, kInt64Min), -1);
+}
+
 TEST(Duration, OverflowMessageNamesTheArgument) {
   try {
     duration(iv(0, 0, kInt32Max), "timeout");

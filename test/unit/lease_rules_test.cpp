@@ -163,6 +163,15 @@ TEST(CappedExpiry, NeverPastAcquiredAtPlusMaxHold) {
   EXPECT_EQ(capped_expiry(100, 50, 80, 40), 120);    // cap already near
 }
 
+// An acquired_at of 'infinity' (a row written by hand) puts the cap at the
+// end of time instead of wrapping it into the past.
+TEST(CappedExpiry, SaturatesInsteadOfOverflowing) {
+  EXPECT_EQ(capped_expiry(100, 50, kInt64Max, 10), 150);
+  EXPECT_EQ(capped_expiry(100, 50, kInt64Max - 5, 10), 150);
+  EXPECT_EQ(capped_expiry(kInt64Max - 10, 50, 0, 0), kInt64Max);
+  EXPECT_EQ(capped_expiry(kInt64Max - 10, 50, kInt64Max, 20), kInt64Max);
+}
+
 TEST(WhyNotHeld, NonPositiveTokensWereNeverGranted) {
   LeaseRow row{10, 1'000, false, false};
   EXPECT_EQ(why_not_held(row, 0, 0), NotHeld::never_granted);
