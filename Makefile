@@ -3,6 +3,8 @@
 #   make install              install it into the server found by pg_config
 #   make installcheck         pg_regress + isolation suites against a running server
 #   make DLOCK_TESTING=1      also build the test-only boundary functions
+#   make SANITIZE=address,undefined
+#                             build with those sanitizers (scripts/sanitize.sh)
 EXTENSION = dlock
 MODULE_big = dlock
 DATA = $(wildcard extension/dlock--*.sql)
@@ -19,6 +21,13 @@ ifdef WERROR
 PG_CXXFLAGS += -Werror
 endif
 SHLIB_LINK = -lstdc++
+# SANITIZE=address,undefined instruments dlock's code; the library then needs
+# the sanitizer runtime preloaded into the server (scripts/sanitize.sh does).
+# Undefined behaviour stops the backend instead of being reported and passed.
+ifdef SANITIZE
+PG_CXXFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SHLIB_LINK += -fsanitize=$(SANITIZE)
+endif
 
 # Each suite starts from a fresh dlock (sql/setup/fresh_dlock.sql), so any
 # one runs alone: make installcheck REGRESS=fencing
@@ -39,7 +48,7 @@ include $(PGXS)
 
 # Rebuild everything when a header or a build switch changes: the switches
 # are recorded in .build-flags, rewritten only when they differ.
-BUILD_FLAGS := DLOCK_TESTING=$(DLOCK_TESTING) WERROR=$(WERROR)
+BUILD_FLAGS := DLOCK_TESTING=$(DLOCK_TESTING) WERROR=$(WERROR) SANITIZE=$(SANITIZE)
 .build-flags: FORCE
 	@echo '$(BUILD_FLAGS)' | cmp -s - $@ || echo '$(BUILD_FLAGS)' > $@
 FORCE:

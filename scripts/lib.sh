@@ -64,7 +64,9 @@ build_client() {
 
 # Starts a new cluster in a fresh temporary directory and points libpq's
 # PG* variables at it. Extra arguments are postgresql.conf lines. The
-# cluster is stopped and removed when the calling shell exits.
+# cluster is stopped and removed when the calling shell exits. The array
+# SERVER_ENV (NAME=value words), if set, is added to the server's
+# environment only, not to initdb's.
 start_cluster() {
   CLUSTER_DIR=$(mktemp -d /tmp/dlock-cluster.XXXXXX)
   chmod 755 "$CLUSTER_DIR"
@@ -85,7 +87,8 @@ start_cluster() {
     local line
     for line in "$@"; do echo "$line"; done
   } >>"$CLUSTER_DIR/data/postgresql.conf"
-  as_server_user pg_ctl -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" \
+  as_server_user env ${SERVER_ENV[@]+"${SERVER_ENV[@]}"} \
+    pg_ctl -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" \
     -w -t 60 start >/dev/null
   export PGHOST="$CLUSTER_DIR" PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
   trap stop_cluster EXIT
