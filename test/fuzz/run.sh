@@ -43,13 +43,18 @@ trap cleanup EXIT
   -I "$root/src/core" "$root"/src/core/*.cpp "$root/test/fuzz/core_fuzz.cpp" \
   -o "$work/core_fuzz"
 
+# libFuzzer logs a line per new input: kept in a file, shown only when
+# something is found; a clean run prints its final figures.
 status=0
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   "$work/core_fuzz" -max_total_time="$seconds" -print_final_stats=1 \
   -timeout=10 -artifact_prefix="$artifacts/" "$@" \
-  "$work/corpus" "$root/test/fuzz/corpus" || status=$?
+  "$work/corpus" "$root/test/fuzz/corpus" 2> "$work/fuzz.log" || status=$?
 if [[ $status -ne 0 ]]; then
-  cp "$work/core_fuzz" "$artifacts/"
+  cp "$work/core_fuzz" "$work/fuzz.log" "$artifacts/"
+  tail -n 80 "$work/fuzz.log" >&2
   echo "core_fuzz: finding in $artifacts (replay: $artifacts/core_fuzz FILE)" >&2
+else
+  grep -E '^(stat::|Done )' "$work/fuzz.log" >&2 || true
 fi
 exit $status
