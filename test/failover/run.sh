@@ -2,7 +2,8 @@
 # dlock through failovers of a real HA stack: one etcd, three PostgreSQL 15
 # nodes under Patroni in synchronous mode, clients cycling leases and
 # fenced writes (dlock_failover_clients) while faults take turns:
-#   kill9       kill -9 of the primary's postmaster
+#   kill9       kill -9 of the primary's Patroni and postmaster, then its
+#               Patroni started again once another node is promoted
 #   switchover  patronictl switchover --force
 #   freeze      the primary's Patroni and postgres processes stopped with
 #               SIGSTOP until another node is promoted, then SIGCONT
@@ -13,7 +14,10 @@
 #
 #   test/failover/run.sh [--long] [--failovers N] [--keep]
 #
-# Short mode (the default): 4 faults, one of each kind; --long: 12.
+# Short mode (the default): 4 faults, one of each kind, at least 2 of them
+# failovers to another node; --long: 16 faults, at least 10 failovers;
+# --failovers N: N faults, at least N/2 failovers. (An etcd outage usually
+# ends with the same node primary again.)
 # --keep leaves the state directory (logs, history) for inspection.
 # Needs: PG_BIN (a PostgreSQL 15 bin directory with dlock installed,
 # default /usr/lib/postgresql/15/bin), patroni, etcd, and the CMake build
@@ -29,11 +33,12 @@ PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 BUILD=${DLOCK_BUILD:-$ROOT/build}
 FAULTS=(kill9 switchover freeze etcd)
 FAILOVERS=${#FAULTS[@]}
+MIN_MOVES=2  # faults after which another node must be primary
 KEEP=0
 while [ $# -gt 0 ]; do
   case $1 in
-  --long) FAILOVERS=12 ;;
-  --failovers) FAILOVERS=$2; shift ;;
+  --long) FAILOVERS=16 MIN_MOVES=10 ;;
+  --failovers) FAILOVERS=$2 MIN_MOVES=$(($2 / 2)); shift ;;
   --keep) KEEP=1 ;;
   *) echo "usage: $0 [--long] [--failovers N] [--keep]" >&2; exit 2 ;;
   esac
@@ -348,10 +353,17 @@ wait_progress() {  # seconds
 # The faults. Each breaks the primary (node $1) and returns once the fault
 # is over; the caller then waits for a primary.
 fault_kill9() {
-  local pm
-  pm=$(postmaster_pid "$1")
-  [ -n "$pm" ] || fail "node$1 has no postmaster.pid"
-  kill -KILL "$pm"
+  local n=$1 pm promoted
+  pm=$(postmaster_pid "$n")
+  [ -n "$pm" ] || fail "node$n has no postmaster.pid"
+  # The whole node at once: a postmaster killed alone is restarted in
+  # place by its Patroni, which is no failover.
+  kill -KILL "${PATRONI_PID[$n]}" "$pm"
+  wait "${PATRONI_PID[$n]}" 2>/dev/null || true
+  promoted=$(wait_primary 90 "$n") || fail "no node promoted after node$n was killed"
+  log "node$promoted promoted after node$n was killed"
+  # Back as a standby of the new primary (rewound if it must be).
+  start_patroni "$n"
 }
 
 fault_switchover() {
@@ -456,6 +468,7 @@ CLIENTS_PID=
 summary="faults:"
 for kind in "${FAULTS[@]}"; do summary+=" $kind ${FAULTS_DONE[$kind]:-0}"; done
 log "$summary, in ${FAULT_TIME}s; the primary moved $MOVED times"
+[ "$MOVED" -ge "$MIN_MOVES" ] || fail "the primary moved $MOVED times, fewer than $MIN_MOVES"
 count() { cat "$DIR"/history/client-*.jsonl | grep -c "$1" || true; }
 calls=$(count '"type":"invoke"')
 line="calls $calls:"
