@@ -2,11 +2,16 @@
 # Runs every dlock test suite on a fresh throwaway cluster: the static
 # checks, pg_regress and isolation specs, GoogleTest unit tests and libpq
 # stress tests, and the TAP tests (crash and restart, each on clusters of
-# their own). Everything is compiled with warnings as errors.
+# their own); then the failure runs in their short forms, each with
+# servers of its own: the fault soak, failovers under Patroni, sqlsmith,
+# the libFuzzer target and the sanitizer build. Everything is compiled
+# with warnings as errors.
 # Usage: bash scripts/test.sh   (as root, or as a user with sudo)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ensure_packages
+# The failure runs' programs: Patroni and etcd (failover), curl (Patroni's
+# REST API), sqlsmith, and clang with its sanitizer and libFuzzer runtimes.
+ensure_packages patroni etcd-server curl sqlsmith clang libclang-rt-14-dev
 build_and_install DLOCK_TESTING=1 WERROR=1
 build_client -DDLOCK_WERROR=ON
 start_cluster
@@ -83,6 +88,14 @@ suite "pg_regress + isolation" regress
 suite "googletest (unit + libpq stress)" googletest
 suite "installed client library" installed_client
 suite "tap" tap
+# The failure runs, short; README.md (Development) gives the long forms.
+suite "fault soak" bash "$DLOCK_ROOT/test/soak/run.sh"
+suite "failover (Patroni, etcd)" bash "$DLOCK_ROOT/test/failover/run.sh"
+suite "sqlsmith" bash "$DLOCK_ROOT/test/sqlsmith/run.sh" --queries 5000
+suite "libFuzzer (src/core)" bash "$DLOCK_ROOT/test/fuzz/run.sh" 60
+# Last: it rebuilds the extension with the sanitizers (in a copy of the
+# server's installation of its own).
+suite "ASan + UBSan (regress, isolation)" bash "$DLOCK_ROOT/scripts/sanitize.sh"
 
 if [ "$failed" -gt 0 ]; then
   log "failed suites:$failed_names"
