@@ -1,6 +1,7 @@
-// The rules a history (history.h) must keep, checked per lease name.
+// The rules a history (history.h) must keep, and the check of them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,7 +12,9 @@ namespace dlock::history {
 
 // A broken rule and the operations that show it.
 struct Violation {
-  std::string rule;  // "double grant", "token regression", "fencing"
+  // "double grant", "token regression", "fencing", "lost write" or
+  // "final row" (the rules below).
+  std::string rule;
   std::string what;
   std::vector<Op> ops;
 };
@@ -30,26 +33,51 @@ struct Verdict {
   Figures figures;
 };
 
+// A hold is what acknowledged grants of one name, owner and token share:
+// the owner asking again gets its token back with a later expiry, and is
+// the same hold. All grants here are exclusive. A hold runs, on the
+// server's clock, from acquired_at to the earliest of
+//   - its expiry: expires_at of its last acknowledged grant or renewal (by
+//     the client's clock at completion; a renewal may bring it earlier),
+//     a renewal with any other outcome changes nothing;
+//   - its acknowledged release (server_us); a refused release ends nothing;
+//   - an acknowledged force_release of the name (server_us), which ends
+//     every hold of the name that started before it;
+//   - the invocation of a release with an unknown outcome (it may have
+//     ended the hold as soon as it was sent), or of a force_release with an
+//     unknown outcome for the holds of the name that started before it was
+//     sent (it is taken to act, if at all, on those).
 // The rules:
-// - double grant: two acknowledged grants of one name, with different
-//   tokens, whose holds overlap on the server's clock. A hold runs from
-//   acquired_at to the earliest of its expiry (extended by acknowledged
-//   renewals), its acknowledged release or force_release (server_us), and
-//   the invocation of a release or force_release whose outcome is unknown
-//   (it may have ended the hold as soon as it was sent).
-// - token regression: a grant acknowledged before another grant was
-//   invoked (client's clock) whose token is not smaller, unless both are
-//   the same hold (same name, owner and token: the owner asked again).
+// - double grant: two holds of one name that overlap.
+// - token regression: an acknowledged grant completed before another
+//   acknowledged grant was invoked (client's clock), with a token not
+//   smaller, unless both are the same hold. Tokens are global: this spans
+//   names, and an equal token for another owner or name breaks it.
 // - fencing: of one name's row, an accepted write invoked after another
-//   accepted write completed, with a smaller token; and the final row must
-//   be the write of the largest accepted token, or a write with an unknown
-//   outcome and no smaller token (it may have landed), or, when no write
-//   was accepted, the initial row. A final row older than an accepted
-//   write is an acknowledged write lost.
-// Unknown outcomes never count as grants or accepted writes.
+//   accepted write completed, with a smaller token (fenced_update accepts
+//   a token >= the row's fence, so a holder may write many times).
+// - the final row (value and fence token) must be one the writes may have
+//   left: one of the accepted writes of the largest accepted token that no
+//   other accepted write of that token was invoked after (it completed
+//   first), or a write with an unknown outcome and a token no smaller (it
+//   may have landed last); when no write was accepted, the initial row or
+//   any write with an unknown outcome. Otherwise:
+//   - lost write: the final row is the initial row, or an accepted write
+//     that a later accepted one superseded: an acknowledged write lost;
+//   - final row: anything else (a refused or failed write, an unknown one
+//     with a smaller token, a value never written).
+//   A name without a final_row op is not judged on it; without an
+//   initial_row op, a name with no accepted write is not either.
+// Unknown outcomes never count as grants or accepted writes. Only ops with
+// the outcome ok count as acknowledged, accepted or read.
+// Violations come name by name (in byte order of the names), then the
+// token regressions in the order the later grants were invoked.
 Verdict check(const std::vector<Op>& history);
 
-// A report: figures, then each violation with its operations.
+// A report: a line of figures, then each violation (at most
+// kReportedViolations of them, the count of the rest after) with its
+// operations, one describe() line each.
+constexpr std::size_t kReportedViolations = 20;
 std::string report(const Verdict& v);
 
 }  // namespace dlock::history

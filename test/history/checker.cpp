@@ -1,0 +1,381 @@
+#include "checker.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dlock::history {
+namespace {
+
+// Ops are referred to by their position in the history: a million of them
+// are checked without a copy.
+using Index = std::vector<std::size_t>;
+
+constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+
+bool acknowledged(const Op& op) {
+  return op.call == Call::grant && op.outcome == Outcome::ok && op.token != 0;
+}
+
+bool accepted(const Op& op) {
+  return op.call == Call::write && op.outcome == Outcome::ok;
+}
+
+std::string quoted(const std::string& name) { return "\"" + name + "\""; }
+
+std::string row(const Op& op) {
+  return "value " + op.value + ", fence " + std::to_string(op.token);
+}
+
+// One hold (checker.h): the grants of one name, owner and token.
+struct Hold {
+  std::size_t grant = kNone;      // its grant invoked first
+  std::size_t expiry_op = kNone;  // the grant or renewal its expiry is from
+  std::int64_t start = 0;         // acquired_at
+  std::int64_t expiry = 0;
+  std::int64_t released = kNever;  // by a release of its token
+  std::int64_t end = 0;            // the earliest of them all
+};
+
+class Checker {
+ public:
+  explicit Checker(const std::vector<Op>& history) : h_(history) {}
+
+  Verdict run() {
+    Index all(h_.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    std::sort(all.begin(), all.end(), [this](std::size_t a, std::size_t b) {
+      int c = h_[a].name.compare(h_[b].name);
+      return c != 0 ? c < 0 : a < b;
+    });
+    Index grants;
+    Index name;
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      const Op& op = h_[all[k]];
+      name.push_back(all[k]);
+      if (acknowledged(op)) {
+        grants.push_back(all[k]);
+        ++v_.figures.grants;
+      }
+      if (accepted(op)) ++v_.figures.writes;
+      if (op.outcome == Outcome::unknown) ++v_.figures.unknown;
+      if (k + 1 == all.size() || h_[all[k + 1]].name != op.name) {
+        ++v_.figures.names;
+        check_holds(name);
+        check_writes(name);
+        check_final_rows(name);
+        name.clear();
+      }
+    }
+    check_tokens(grants);
+    v_.figures.ops = static_cast<std::int64_t>(h_.size());
+    return std::move(v_);
+  }
+
+ private:
+  void add(const char* rule, std::string what,
+           std::initializer_list<std::size_t> ops) {
+    Violation v{rule, std::move(what), {}};
+    for (std::size_t i : ops)
+      if (i != kNone) v.ops.push_back(h_[i]);
+    v_.violations.push_back(std::move(v));
+  }
+
+  // The expiry of the hold's last acknowledged grant or renewal, by the
+  // client's clock at completion; of two completed at once, the earlier
+  // expiry (the one that breaks fewer rules).
+  void extend(Hold& hold, std::size_t i) const {
+    const Op& op = h_[i];
+    if (hold.expiry_op != kNone) {
+      const Op& last = h_[hold.expiry_op];
+      if (op.completed_us < last.completed_us) return;
+      if (op.completed_us == last.completed_us && op.expires_us >= hold.expiry)
+        return;
+    }
+    hold.expiry_op = i;
+    hold.expiry = op.expires_us;
+  }
+
+  // Double grants: the holds of one name, laid end to end by start.
+  void check_holds(const Index& ops) {
+    std::vector<Hold> holds;
+    std::unordered_map<std::int64_t, Index> by_token;  // token -> holds
+    for (std::size_t i : ops) {
+      const Op& op = h_[i];
+      if (!acknowledged(op)) continue;
+      Index& same = by_token[op.token];
+      auto it = std::find_if(same.begin(), same.end(), [&](std::size_t k) {
+        return h_[holds[k].grant].owner == op.owner;
+      });
+      if (it == same.end()) {
+        same.push_back(holds.size());
+        holds.push_back(Hold{i, kNone, op.acquired_us, 0, kNever, 0});
+        extend(holds.back(), i);
+        continue;
+      }
+      Hold& hold = holds[*it];
+      hold.start = std::min(hold.start, op.acquired_us);
+      if (op.invoked_us < h_[hold.grant].invoked_us) hold.grant = i;
+      extend(hold, i);
+    }
+    if (holds.empty()) return;
+
+    // Times after which no hold that started before them lasts.
+    std::vector<std::int64_t> forced;
+    for (std::size_t i : ops) {
+      const Op& op = h_[i];
+      bool known = op.outcome == Outcome::ok;
+      if (op.call == Call::force_release) {
+        if (known) forced.push_back(op.server_us);
+        if (op.outcome == Outcome::unknown) forced.push_back(op.invoked_us);
+        continue;
+      }
+      if (op.call != Call::renew && op.call != Call::release) continue;
+      if (!known && !(op.call == Call::release &&
+                      op.outcome == Outcome::unknown))
+        continue;
+      auto same = by_token.find(op.token);
+      if (same == by_token.end()) continue;
+      for (std::size_t k : same->second) {
+        Hold& hold = holds[k];
+        if (op.call == Call::renew)
+          extend(hold, i);
+        else
+          hold.released = std::min(hold.released,
+                                    known ? op.server_us : op.invoked_us);
+      }
+    }
+    std::sort(forced.begin(), forced.end());
+
+    Index order(holds.size());
+    for (std::size_t k = 0; k < holds.size(); ++k) {
+      Hold& hold = holds[k];
+      hold.end = std::min(hold.expiry, hold.released);
+      auto f = std::upper_bound(forced.begin(), forced.end(), hold.start);
+      if (f != forced.end()) hold.end = std::min(hold.end, *f);
+      hold.end = std::max(hold.end, hold.start);
+      order[k] = k;
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (holds[a].start != holds[b].start)
+        return holds[a].start < holds[b].start;
+      return holds[a].grant < holds[b].grant;
+    });
+
+    std::size_t reach = kNone;  // the hold that ends last so far
+    for (std::size_t k : order) {
+      const Hold& hold = holds[k];
+      if (reach != kNone && hold.start < holds[reach].end) {
+        const Hold& before = holds[reach];
+        const Op& a = h_[before.grant];
+        const Op& b = h_[hold.grant];
+        // The renewal that made the earlier hold last, if one did.
+        std::size_t renewal =
+            before.end == before.expiry && before.expiry_op != before.grant &&
+                    h_[before.expiry_op].call == Call::renew
+                ? before.expiry_op
+                : kNone;
+        add("double grant",
+            quoted(a.name) + ": token " + std::to_string(a.token) +
+                " (owner " + a.owner + ") held until " +
+                std::to_string(before.end) + ", token " +
+                std::to_string(b.token) + " (owner " + b.owner +
+                ") granted from " + std::to_string(hold.start),
+            {before.grant, renewal, hold.grant});
+      }
+      if (reach == kNone || hold.end > holds[reach].end) reach = k;
+    }
+  }
+
+  // Accepted writes of one name with a smaller token than one accepted and
+  // completed before they were invoked.
+  void check_writes(const Index& ops) {
+    Index done;
+    for (std::size_t i : ops)
+      if (accepted(h_[i])) done.push_back(i);
+    Index sent = done;
+    std::sort(done.begin(), done.end(), [this](std::size_t a, std::size_t b) {
+      return h_[a].completed_us < h_[b].completed_us;
+    });
+    std::sort(sent.begin(), sent.end(), [this](std::size_t a, std::size_t b) {
+      return h_[a].invoked_us < h_[b].invoked_us;
+    });
+    std::size_t next = 0;
+    std::size_t highest = kNone;
+    for (std::size_t i : sent) {
+      const Op& op = h_[i];
+      for (; next < done.size() && h_[done[next]].completed_us < op.invoked_us;
+           ++next)
+        if (highest == kNone || h_[done[next]].token > h_[highest].token)
+          highest = done[next];
+      if (highest != kNone && h_[highest].token > op.token)
+        add("fencing",
+            quoted(op.name) + ": a write with token " +
+                std::to_string(op.token) +
+                " accepted after one with token " +
+                std::to_string(h_[highest].token) + " completed",
+            {highest, i});
+    }
+  }
+
+  // The final row against the writes that may have left it.
+  void check_final_rows(const Index& ops) {
+    std::int64_t largest = 0;
+    bool any = false;
+    std::size_t initial = kNone;
+    for (std::size_t i : ops) {
+      const Op& op = h_[i];
+      if (accepted(op) && (!any || op.token > largest)) {
+        largest = op.token;
+        any = true;
+      }
+      if (op.call == Call::initial_row && op.outcome == Outcome::ok &&
+          initial == kNone)
+        initial = i;
+    }
+    // The accepted writes of the largest token that none of that token
+    // was invoked after; `latest` the one of them completed last.
+    std::int64_t last_sent = std::numeric_limits<std::int64_t>::min();
+    for (std::size_t i : ops)
+      if (accepted(h_[i]) && h_[i].token == largest)
+        last_sent = std::max(last_sent, h_[i].invoked_us);
+    auto last = [&](const Op& op) {
+      return accepted(op) && op.token == largest &&
+             op.completed_us >= last_sent;
+    };
+    std::size_t latest = kNone;
+    for (std::size_t i : ops)
+      if (last(h_[i]) &&
+          (latest == kNone || h_[i].completed_us > h_[latest].completed_us))
+        latest = i;
+
+    for (std::size_t f : ops) {
+      const Op& fin = h_[f];
+      if (fin.call != Call::final_row || fin.outcome != Outcome::ok) continue;
+      auto shows = [&](const Op& op) {
+        return op.value == fin.value && op.token == fin.token;
+      };
+      bool fine = false;
+      std::size_t match = kNone;
+      for (std::size_t i : ops) {
+        const Op& op = h_[i];
+        if (op.call != Call::write || !shows(op)) continue;
+        if (last(op) || (op.outcome == Outcome::unknown &&
+                         (!any || op.token >= largest)))
+          fine = true;
+        if (match == kNone) match = i;
+      }
+      if (!any && (initial == kNone || shows(h_[initial]))) fine = true;
+      if (fine) continue;
+      std::string what = quoted(fin.name) + ": the final row (" + row(fin) +
+                         ") is ";
+      bool superseded = match != kNone && accepted(h_[match]);
+      bool untouched =
+          match == kNone && initial != kNone && shows(h_[initial]);
+      if (any && (superseded || untouched)) {
+        what += superseded ? "an accepted write superseded by"
+                           : "still the initial row, not";
+        add("lost write",
+            what + " the accepted write with token " +
+                std::to_string(largest),
+            {f, superseded ? match : initial, latest});
+        continue;
+      }
+      what += "none the writes may have left: ";
+      what += any ? "the last accepted write has token " +
+                        std::to_string(largest)
+                  : std::string("no write was accepted");
+      add("final row", what, {f, match, any ? latest : initial});
+    }
+  }
+
+  // Token regression across all names: a sweep of the grants in the order
+  // they were invoked, against the largest token of those completed before.
+  void check_tokens(Index done) {
+    Index sent = done;
+    std::sort(done.begin(), done.end(), [this](std::size_t a, std::size_t b) {
+      return h_[a].completed_us != h_[b].completed_us
+                 ? h_[a].completed_us < h_[b].completed_us
+                 : a < b;
+    });
+    std::sort(sent.begin(), sent.end(), [this](std::size_t a, std::size_t b) {
+      return h_[a].invoked_us != h_[b].invoked_us
+                 ? h_[a].invoked_us < h_[b].invoked_us
+                 : a < b;
+    });
+    auto same_hold = [this](std::size_t a, std::size_t b) {
+      return h_[a].name == h_[b].name && h_[a].owner == h_[b].owner &&
+             h_[a].token == h_[b].token;
+    };
+    std::size_t next = 0;
+    std::size_t highest = kNone;  // the first grant of the largest token
+    std::size_t other = kNone;    // one of that token not its same hold
+    for (std::size_t i : sent) {
+      const Op& op = h_[i];
+      for (; next < done.size() && h_[done[next]].completed_us < op.invoked_us;
+           ++next) {
+        std::size_t d = done[next];
+        if (highest == kNone || h_[d].token > h_[highest].token) {
+          highest = d;
+          other = kNone;
+        } else if (h_[d].token == h_[highest].token && other == kNone &&
+                   !same_hold(d, highest)) {
+          other = d;
+        }
+      }
+      if (highest == kNone || h_[highest].token < op.token) continue;
+      std::size_t before = highest;
+      if (h_[highest].token == op.token && same_hold(highest, i)) {
+        if (other == kNone) continue;
+        before = other;
+      }
+      const Op& b = h_[before];
+      add("token regression",
+          "token " + std::to_string(op.token) + " granted (" +
+              quoted(op.name) + ", owner " + op.owner +
+              ") after token " + std::to_string(b.token) + " was (" +
+              quoted(b.name) + ", owner " + b.owner + ")",
+          {before, i});
+    }
+  }
+
+  const std::vector<Op>& h_;
+  Verdict v_;
+};
+
+}  // namespace
+
+Verdict check(const std::vector<Op>& history) {
+  return Checker(history).run();
+}
+
+std::string report(const Verdict& v) {
+  const Figures& f = v.figures;
+  std::size_t n = v.violations.size();
+  std::string s = std::to_string(f.ops) + " ops, " +
+                  std::to_string(f.grants) + " acknowledged grants, " +
+                  std::to_string(f.writes) + " accepted writes, " +
+                  std::to_string(f.unknown) + " unknown outcomes, " +
+                  std::to_string(f.names) + " names: ";
+  s += n == 0 ? "no violation" : std::to_string(n) + " violation" +
+                                     (n == 1 ? "" : "s");
+  s += "\n";
+  for (std::size_t k = 0; k < n && k < kReportedViolations; ++k) {
+    const Violation& x = v.violations[k];
+    s += "\n" + x.rule + ": " + x.what + "\n";
+    for (const Op& op : x.ops) s += "  " + describe(op) + "\n";
+  }
+  if (n > kReportedViolations)
+    s += "\n... and " + std::to_string(n - kReportedViolations) +
+         " more violations\n";
+  return s;
+}
+
+}  // namespace dlock::history
