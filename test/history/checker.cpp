@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -317,6 +318,10 @@ class Checker {
     std::size_t next = 0;
     std::size_t highest = kNone;  // the first grant of the largest token
     std::size_t other = kNone;    // one of that token not its same hold
+    // The holds whose first grant has been seen: a later grant of a hold
+    // is its owner asking again, answered with the token it was given
+    // then, not a new token.
+    std::unordered_set<std::string> seen;
     for (std::size_t i : sent) {
       const Op& op = h_[i];
       for (; next < done.size() && h_[done[next]].completed_us < op.invoked_us;
@@ -330,6 +335,9 @@ class Checker {
           other = d;
         }
       }
+      const std::string hold = op.name + '\0' + op.owner + '\0' +
+                               std::to_string(op.token);
+      if (!seen.insert(hold).second) continue;
       if (highest == kNone || h_[highest].token < op.token) continue;
       std::size_t before = highest;
       if (h_[highest].token == op.token && same_hold(highest, i)) {

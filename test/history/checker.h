@@ -52,7 +52,9 @@ struct Verdict {
 // - token regression: an acknowledged grant completed before another
 //   acknowledged grant was invoked (client's clock), with a token not
 //   smaller, unless both are the same hold. Tokens are global: this spans
-//   names, and an equal token for another owner or name breaks it.
+//   names, and an equal token for another owner or name breaks it. Only
+//   the first grant of each hold (by invocation) is judged as the later
+//   one: the owner asking again gets the hold's old token back.
 // - fencing: of one name's row, an accepted write invoked after another
 //   accepted write completed, with a smaller token (fenced_update accepts
 //   a token >= the row's fence, so a holder may write many times).
