@@ -70,7 +70,8 @@ constexpr char kTable[] = "soak_rows";
 // TTLs of grants and renewals, milliseconds.
 constexpr int kTtlMinMs = 100;
 constexpr int kTtlMaxMs = 2'000;
-// A frozen client stays frozen this long: past the longest ttl.
+// A frozen client stays frozen this long: past the longest ttl (and a
+// grant's unknown outcome is waited out as long).
 constexpr auto kFreezeFor = milliseconds(kTtlMaxMs + 500);
 // acquire()'s timeouts, milliseconds.
 constexpr int kWaitMinMs = 20;
@@ -284,6 +285,14 @@ class Client {
 
   void grant(bool wait) {
     const std::string name = any_name();
+    // After a grant whose answer was lost, the name may be held with a
+    // token this client never saw: asking again would get that token
+    // back, older than tokens granted since. Leave it until it expired.
+    auto shun = shunned_.find(name);
+    if (shun != shunned_.end()) {
+      if (Clock::now() < shun->second) return;
+      shunned_.erase(shun);
+    }
     Terms terms;
     terms.ttl = Millis(uniform(kTtlMinMs, kTtlMaxMs));
     const Millis timeout(uniform(kWaitMinMs, kWaitMaxMs));
@@ -295,7 +304,10 @@ class Client {
       g = wait ? leases.acquire(name, owner_, terms, timeout)
                : leases.try_acquire(name, owner_, terms);
     } catch (const pgc::PgError& e) {
-      if (is_lost(e.sqlstate())) return lost();
+      if (is_lost(e.sqlstate())) {
+        shunned_[name] = Clock::now() + kFreezeFor;
+        return lost();
+      }
       return answer_error(op, e.sqlstate(), e.what());
     }
     if (g) {
@@ -467,6 +479,7 @@ class Client {
   std::optional<pgc::Connection> conn_;
   std::map<std::string, Grant> held_;
   std::vector<Grant> stale_;
+  std::map<std::string, Clock::time_point> shunned_;  // name -> until
   std::int64_t writes_ = 0;
 };
 
