@@ -33,9 +33,9 @@ Op call(Call c, const std::string& owner, const std::string& name,
 }
 
 // An acknowledged grant, held on the server from acquired for ttl_ms.
-Op grant(const std::string& owner, const std::string& name,
-         std::int64_t token, std::int64_t invoked, std::int64_t completed,
-         std::int64_t acquired, std::int64_t ttl_ms) {
+Op grant(const std::string& owner, const std::string& name, std::int64_t token,
+         std::int64_t invoked, std::int64_t completed, std::int64_t acquired,
+         std::int64_t ttl_ms) {
   Op op = call(Call::grant, owner, name, token, invoked, completed);
   op.ttl_ms = ttl_ms;
   op.acquired_us = acquired;
@@ -101,6 +101,23 @@ TEST(HistoryUnknowns, UnansweredGrantByTheHolderMayEndTheHoldEarly) {
             kClean);
   // Another owner's unanswered grant does not renew a's hold.
   EXPECT_EQ(rules({a_holds_x(), unanswered(Call::grant, "c"), b_takes_x(110)}),
+            kDoubleGrant);
+}
+
+// c's force_release, sent just after a released "x", got no answer: it may
+// have run just after b's grant and ended it, so d may take "x" then.
+TEST(HistoryUnknowns, UnansweredForceReleaseMayEndTheNextHold) {
+  Op release = call(Call::release, "a", "x", 5, 15 * kMs, 16 * kMs);
+  release.server_us = 15 * kMs;
+  const Op force =
+      call(Call::force_release, "c", "x", 0, 17 * kMs, 0, Outcome::unknown);
+  const Op b = grant("b", "x", 6, 17 * kMs, 20 * kMs, 18 * kMs, 2'000);
+  const Op d = grant("d", "x", 7, 25 * kMs, 30 * kMs, 28 * kMs, 2'000);
+  EXPECT_EQ(rules({a_holds_x(), release, force, b, d}), kClean);
+  EXPECT_EQ(rules({a_holds_x(), release, b, d}), kDoubleGrant);
+  // Only the first hold after it: a third holder overlapping d is one.
+  EXPECT_EQ(rules({a_holds_x(), release, force, b, d,
+                   grant("e", "x", 8, 35 * kMs, 40 * kMs, 38 * kMs, 2'000)}),
             kDoubleGrant);
 }
 

@@ -133,12 +133,17 @@ class Checker {
 
     // Times after which no hold that started before them lasts.
     std::vector<std::int64_t> forced;
+    // Invocations of force_releases with an unknown outcome.
+    std::vector<std::int64_t> unanswered_forced;
     for (std::size_t i : ops) {
       const Op& op = h_[i];
       bool known = op.outcome == Outcome::ok;
       if (op.call == Call::force_release) {
         if (known) forced.push_back(op.server_us);
-        if (op.outcome == Outcome::unknown) forced.push_back(op.invoked_us);
+        if (op.outcome == Outcome::unknown) {
+          forced.push_back(op.invoked_us);
+          unanswered_forced.push_back(op.invoked_us);
+        }
         continue;
       }
       if (op.call != Call::renew && op.call != Call::release) continue;
@@ -201,6 +206,15 @@ class Checker {
         return holds[a].start < holds[b].start;
       return holds[a].grant < holds[b].grant;
     });
+    // A force_release with an unknown outcome may also have run a little
+    // after it was sent, once the next hold had begun: that hold may have
+    // ended as soon as it started.
+    for (std::int64_t sent : unanswered_forced) {
+      auto next = std::lower_bound(
+          order.begin(), order.end(), sent,
+          [&](std::size_t k, std::int64_t t) { return holds[k].start < t; });
+      if (next != order.end()) holds[*next].end = holds[*next].start;
+    }
 
     std::size_t reach = kNone;  // the hold that ends last so far
     for (std::size_t k : order) {

@@ -50,7 +50,8 @@ struct Verdict {
 //   - the invocation of a release with an unknown outcome (it may have
 //     ended the hold as soon as it was sent), or of a force_release with an
 //     unknown outcome for the holds of the name that started before it was
-//     sent (it is taken to act, if at all, on those).
+//     sent, and for the first hold of the name that started after it was
+//     sent, its start (the call may have run just after that grant).
 // The rules:
 // - double grant: two holds of one name that overlap.
 // - token regression: an acknowledged grant completed before another
