@@ -92,7 +92,7 @@ struct Options {
   std::uint64_t seed = 0;     // 0: drawn
   // Server restarts: all three, or none (no restarts).
   std::string pgdata, pg_ctl, server_log;
-  std::string server_user;  // run pg_ctl as this user (runuser)
+  std::string server_user;   // run pg_ctl as this user (runuser)
   int restart_every_s = 12;  // on average
 };
 
@@ -120,27 +120,39 @@ Options parse(int argc, char** argv) {
       if (v.empty() || *end || n < 0) usage(a + ": not a count: " + v);
       return n;
     };
-    if (a == "--dir") o.dir = value();
-    else if (a == "--clients") o.clients = static_cast<int>(number());
-    else if (a == "--names") o.names = static_cast<int>(number());
-    else if (a == "--seconds") o.seconds = number();
-    else if (a == "--ops") o.ops = number();
-    else if (a == "--seed") o.seed = static_cast<std::uint64_t>(number());
-    else if (a == "--pgdata") o.pgdata = value();
-    else if (a == "--pg-ctl") o.pg_ctl = value();
-    else if (a == "--server-log") o.server_log = value();
-    else if (a == "--server-user") o.server_user = value();
-    else if (a == "--restart-every") o.restart_every_s = static_cast<int>(number());
-    else usage("unknown argument " + a);
+    if (a == "--dir")
+      o.dir = value();
+    else if (a == "--clients")
+      o.clients = static_cast<int>(number());
+    else if (a == "--names")
+      o.names = static_cast<int>(number());
+    else if (a == "--seconds")
+      o.seconds = number();
+    else if (a == "--ops")
+      o.ops = number();
+    else if (a == "--seed")
+      o.seed = static_cast<std::uint64_t>(number());
+    else if (a == "--pgdata")
+      o.pgdata = value();
+    else if (a == "--pg-ctl")
+      o.pg_ctl = value();
+    else if (a == "--server-log")
+      o.server_log = value();
+    else if (a == "--server-user")
+      o.server_user = value();
+    else if (a == "--restart-every")
+      o.restart_every_s = static_cast<int>(number());
+    else
+      usage("unknown argument " + a);
   }
   if (o.dir.empty()) usage("--dir is required");
   if (o.clients < 1 || o.clients > 64) usage("--clients: 1 to 64");
   if (o.names < 1 || o.names > 100) usage("--names: 1 to 100");
   if (o.seconds == 0 && o.ops == 0) usage("--seconds 0 needs --ops");
-  const bool restarts = !o.pgdata.empty() || !o.pg_ctl.empty() ||
-                        !o.server_log.empty();
-  if (restarts && (o.pgdata.empty() || o.pg_ctl.empty() ||
-                   o.server_log.empty()))
+  const bool restarts =
+      !o.pgdata.empty() || !o.pg_ctl.empty() || !o.server_log.empty();
+  if (restarts &&
+      (o.pgdata.empty() || o.pg_ctl.empty() || o.server_log.empty()))
     usage("--pgdata, --pg-ctl and --server-log go together");
   if (o.restart_every_s < 1) usage("--restart-every: at least 1");
   return o;
@@ -157,6 +169,10 @@ struct Shared {
   std::atomic<std::int64_t> sweeps{0};  // dlock.sweep() calls answered
   std::atomic<std::int64_t> swept{0};   // rows they deleted
   std::atomic<std::int64_t> reconnects{0};
+  // Writes with the grants held before a pause past every ttl: refused,
+  // or accepted (no newer holder had written the row).
+  std::atomic<std::int64_t> late_writes_refused{0};
+  std::atomic<std::int64_t> late_writes_accepted{0};
 };
 
 // ------------------------------------------------------------------ client
@@ -179,7 +195,12 @@ class Client {
   void run() {
     while (!forked::stop_requested()) {
       if (!conn_ && !connect()) return;
+      const auto began = Clock::now();
       step();
+      // Frozen past every ttl (or the server was down, or a lock waited,
+      // that long): write with each grant it thinks it holds, as a paused
+      // process would.
+      if (Clock::now() - began > milliseconds(kTtlMaxMs)) write_after_freeze();
     }
   }
 
@@ -205,8 +226,14 @@ class Client {
     return false;
   }
 
+  void complete(Op& op) {
+    log_.complete(op);
+    last_ = op.outcome;
+  }
+
   // The connection died before the answer: the op stays unknown.
   void lost() {
+    last_ = Outcome::unknown;
     conn_.reset();
     ++shared_.reconnects;
   }
@@ -238,13 +265,13 @@ class Client {
   // An answer to a call, other than a connection's failure.
   void answer_error(Op& op, const std::string& sqlstate,
                     const std::string& message) {
-    op.outcome = (sqlstate == "LD001" || sqlstate == "LD002" ||
-                  sqlstate == "LD003")
-                     ? Outcome::refused
-                     : Outcome::failed;
+    op.outcome =
+        (sqlstate == "LD001" || sqlstate == "LD002" || sqlstate == "LD003")
+            ? Outcome::refused
+            : Outcome::failed;
     op.sqlstate = sqlstate;
     op.note = message;
-    log_.complete(op);
+    complete(op);
   }
 
   void forget(const std::string& name) {
@@ -253,6 +280,19 @@ class Client {
     stale_.push_back(it->second);
     if (stale_.size() > kStaleKept) stale_.erase(stale_.begin());
     held_.erase(it);
+  }
+
+  void write_after_freeze() {
+    const std::map<std::string, Grant> held = held_;
+    for (const auto& [name, g] : held) {
+      if (!conn_) return;
+      if (chance(0.5))
+        fenced_write(g);
+      else
+        asserted_write(g);
+      if (last_ == Outcome::ok) ++shared_.late_writes_accepted;
+      if (last_ == Outcome::refused) ++shared_.late_writes_refused;
+    }
   }
 
   // One random call.
@@ -319,7 +359,7 @@ class Client {
     } else {
       op.outcome = Outcome::busy;
     }
-    log_.complete(op);
+    complete(op);
   }
 
   void renew(const Grant& g) {
@@ -333,7 +373,7 @@ class Client {
       op.expires_us = r.expires_at_us;
       if (held_.count(g.name) && held_[g.name].token == g.token)
         held_[g.name] = r;
-      log_.complete(op);
+      complete(op);
     } catch (const pgc::PgError& e) {
       if (is_lost(e.sqlstate())) return lost();
       if (dlock::client::ends_grant(e.sqlstate())) forget(g.name);
@@ -356,12 +396,10 @@ class Client {
       held_.erase(g.name);
     op.outcome = r.boolean(0, 0) ? Outcome::ok : Outcome::refused;
     op.server_us = r.int64(0, 1);
-    log_.complete(op);
+    complete(op);
   }
 
-  std::string next_value() {
-    return name_ + "/" + std::to_string(++writes_);
-  }
+  std::string next_value() { return name_ + "/" + std::to_string(++writes_); }
 
   // dlock.fenced_update of the name's row.
   void fenced_write(const Grant& g) {
@@ -387,7 +425,7 @@ class Client {
       op.outcome = Outcome::failed;
       op.note = "fenced_update updated " + r.value(0, 0) + " rows";
     }
-    log_.complete(op);
+    complete(op);
   }
 
   // BEGIN; dlock.assert_held; UPDATE setting the fence; COMMIT.
@@ -425,7 +463,7 @@ class Client {
       conn_->try_exec("ROLLBACK");
       op.outcome = Outcome::failed;
       op.note = "the UPDATE matched " + std::to_string(r.rows()) + " rows";
-      return log_.complete(op);
+      return complete(op);
     }
     op.server_us = r.int64(0, 0);
     r = conn_->try_exec("COMMIT");
@@ -434,7 +472,7 @@ class Client {
       return answer_error(op, r.sqlstate(), r.message());
     }
     op.outcome = Outcome::ok;
-    log_.complete(op);
+    complete(op);
   }
 
   void force_release() {
@@ -453,7 +491,7 @@ class Client {
     if (!r.isnull(0, 0) && held_.count(op.name) &&
         held_[op.name].token == r.int64(0, 0))
       forget(op.name);
-    log_.complete(op);
+    complete(op);
   }
 
   // Not a history call: it deletes rows of leases already over.
@@ -481,6 +519,7 @@ class Client {
   std::vector<Grant> stale_;
   std::map<std::string, Clock::time_point> shunned_;  // name -> until
   std::int64_t writes_ = 0;
+  Outcome last_ = Outcome::unknown;  // of the last call answered or lost
 };
 
 // ------------------------------------------------------------------ harness
@@ -492,8 +531,8 @@ int run_program(std::vector<std::string> args) {
   argv.push_back(nullptr);
   posix_spawn_file_actions_t quiet;
   posix_spawn_file_actions_init(&quiet);
-  posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null",
-                                   O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY,
+                                   0);
   pid_t pid = 0;
   const int failed =
       posix_spawnp(&pid, argv[0], &quiet, nullptr, argv.data(), environ);
@@ -525,8 +564,9 @@ class Harness {
     for (int i = 0; i < o_.clients; ++i) start(i);
     const auto began = Clock::now();
     auto next_fault = began + milliseconds(uniform(100, 800));
-    auto next_restart = began + milliseconds(uniform(
-        o_.restart_every_s * 500, o_.restart_every_s * 1500));
+    auto next_restart =
+        began + milliseconds(uniform(o_.restart_every_s * 500,
+                                     o_.restart_every_s * 1500));
     std::int64_t reported = 0;
     while (!finished(began)) {
       std::this_thread::sleep_for(milliseconds(20));
@@ -545,8 +585,9 @@ class Harness {
       }
       if (!o_.pgdata.empty() && now >= next_restart) {
         restart_server();
-        next_restart = Clock::now() + milliseconds(uniform(
-            o_.restart_every_s * 500, o_.restart_every_s * 1500));
+        next_restart =
+            Clock::now() + milliseconds(uniform(o_.restart_every_s * 500,
+                                                o_.restart_every_s * 1500));
       }
       const std::int64_t calls = shared_->calls;
       if (calls / 100'000 > reported) {
@@ -577,7 +618,8 @@ class Harness {
     return std::chrono::duration<double>(Clock::now() - t).count();
   }
   bool finished(Clock::time_point began) const {
-    if (o_.seconds > 0 && Clock::now() - began >= std::chrono::seconds(o_.seconds))
+    if (o_.seconds > 0 &&
+        Clock::now() - began >= std::chrono::seconds(o_.seconds))
       return true;
     return o_.ops > 0 && shared_->calls >= o_.ops;
   }
@@ -641,9 +683,8 @@ class Harness {
     ++incarnations_;
     if (async_commit) ++async_incarnations_;
     const std::uint64_t seed = rng_();
-    s.worker = std::make_unique<forked::Workers>([index](int) {
-      return "soak client " + std::to_string(index + 1);
-    });
+    s.worker = std::make_unique<forked::Workers>(
+        [index](int) { return "soak client " + std::to_string(index + 1); });
     Shared& shared = *shared_;
     const Options& o = o_;
     const int incarnation = s.incarnation;
@@ -719,8 +760,8 @@ class Harness {
     db_.reset();
     if (run_program(pg_ctl({"-m", "immediate", "-w", "stop"})) != 0)
       throw std::runtime_error("pg_ctl stop -m immediate failed");
-    if (run_program(pg_ctl({"-l", o_.server_log, "-w", "-t", "120",
-                            "start"})) != 0)
+    if (run_program(
+            pg_ctl({"-l", o_.server_log, "-w", "-t", "120", "start"})) != 0)
       throw std::runtime_error("pg_ctl start failed");
     ++faults_["server crash (immediate stop) and start"];
   }
@@ -747,11 +788,11 @@ class Harness {
       if (!op.sqlstate.empty()) outcome += " " + op.sqlstate;
       ++by_call[dlock::history::to_string(op.call)][outcome];
     }
-    std::printf("dlock_soak: %lld calls in %.1f s (%.0f/s), %d clients, "
-                "%d names, %zu history files, seed %llu\n",
-                static_cast<long long>(calls), ran, calls / ran, o_.clients,
-                o_.names, files.size(),
-                static_cast<unsigned long long>(o_.seed));
+    std::printf(
+        "dlock_soak: %lld calls in %.1f s (%.0f/s), %d clients, "
+        "%d names, %zu history files, seed %llu\n",
+        static_cast<long long>(calls), ran, calls / ran, o_.clients, o_.names,
+        files.size(), static_cast<unsigned long long>(o_.seed));
     std::printf("calls by outcome:\n");
     for (const auto& [call, outcomes] : by_call) {
       std::printf("  %-28s", call.c_str());
@@ -759,15 +800,22 @@ class Harness {
         std::printf(" %s %lld", outcome.c_str(), static_cast<long long>(n));
       std::printf("\n");
     }
-    std::printf("client incarnations: %lld (%lld with synchronous_commit ="
-                " off)\n",
-                static_cast<long long>(incarnations_),
-                static_cast<long long>(async_incarnations_));
-    std::printf("not in the history: %lld sweeps (%lld rows deleted), "
-                "%lld reconnections\n",
-                static_cast<long long>(shared_->sweeps.load()),
-                static_cast<long long>(shared_->swept.load()),
-                static_cast<long long>(shared_->reconnects.load()));
+    std::printf(
+        "client incarnations: %lld (%lld with synchronous_commit ="
+        " off)\n",
+        static_cast<long long>(incarnations_),
+        static_cast<long long>(async_incarnations_));
+    std::printf(
+        "not in the history: %lld sweeps (%lld rows deleted), "
+        "%lld reconnections\n",
+        static_cast<long long>(shared_->sweeps.load()),
+        static_cast<long long>(shared_->swept.load()),
+        static_cast<long long>(shared_->reconnects.load()));
+    std::printf(
+        "writes after a pause past every ttl (frozen, or the server "
+        "down): %lld refused, %lld accepted\n",
+        static_cast<long long>(shared_->late_writes_refused.load()),
+        static_cast<long long>(shared_->late_writes_accepted.load()));
     std::printf("faults:\n");
     for (const auto& [kind, n] : faults_)
       std::printf("  %-42s %lld\n", kind.c_str(), static_cast<long long>(n));
