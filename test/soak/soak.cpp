@@ -78,6 +78,7 @@ constexpr int kWaitMinMs = 20;
 constexpr int kWaitMaxMs = 300;
 // A stale token a client keeps to try again later.
 constexpr std::size_t kStaleKept = 8;
+constexpr int kMaxClients = 64;
 // A client that cannot reach the server for this long gives up.
 constexpr auto kReconnectFor = milliseconds(120'000);
 
@@ -146,7 +147,8 @@ Options parse(int argc, char** argv) {
       usage("unknown argument " + a);
   }
   if (o.dir.empty()) usage("--dir is required");
-  if (o.clients < 1 || o.clients > 64) usage("--clients: 1 to 64");
+  if (o.clients < 1 || o.clients > kMaxClients)
+    usage("--clients: 1 to " + std::to_string(kMaxClients));
   if (o.names < 1 || o.names > 100) usage("--names: 1 to 100");
   if (o.seconds == 0 && o.ops == 0) usage("--seconds 0 needs --ops");
   const bool restarts =
@@ -173,6 +175,9 @@ struct Shared {
   // or accepted (no newer holder had written the row).
   std::atomic<std::int64_t> late_writes_refused{0};
   std::atomic<std::int64_t> late_writes_accepted{0};
+  // How many grants each client (by index from 1) thinks it holds, so
+  // that freezes hit holders.
+  std::atomic<int> holding[kMaxClients + 1] = {};
 };
 
 // ------------------------------------------------------------------ client
@@ -184,6 +189,7 @@ class Client {
          bool async_commit, std::uint64_t seed)
       : o_(o),
         shared_(shared),
+        index_(index),
         name_("c" + std::to_string(index) + "." + std::to_string(incarnation)),
         owner_("soak-" + name_),
         async_commit_(async_commit),
@@ -196,6 +202,7 @@ class Client {
     while (!forked::stop_requested()) {
       if (!conn_ && !connect()) return;
       const auto began = Clock::now();
+      shared_.holding[index_] = static_cast<int>(held_.size());
       step();
       // Frozen past every ttl (or the server was down, or a lock waited,
       // that long): write with each grant it thinks it holds, as a paused
@@ -509,6 +516,7 @@ class Client {
 
   const Options& o_;
   Shared& shared_;
+  const int index_;
   const std::string name_;
   const std::string owner_;
   const bool async_commit_;
@@ -679,6 +687,7 @@ class Harness {
   void start(int index) {
     Slot& s = slots_[index];
     ++s.incarnation;
+    shared_->holding[index + 1] = 0;
     const bool async_commit = uniform(0, 2) == 0;
     ++incarnations_;
     if (async_commit) ++async_incarnations_;
@@ -721,9 +730,9 @@ class Harness {
 
   void fault() {
     const int r = uniform(0, 99);
-    const int index = uniform(0, o_.clients - 1);
-    Slot& s = slots_[index];
+    int index = uniform(0, o_.clients - 1);
     if (r < 30) {
+      Slot& s = slots_[index];
       s.worker->kill(0);
       ++faults_["SIGKILL client"];
       start(index);
@@ -735,6 +744,10 @@ class Harness {
           " p");
       if (t.int64(0, 0) > 0) ++faults_["pg_terminate_backend"];
     } else if (r < 80) {
+      // A client holding a grant, if one is.
+      for (int k = 0; k < o_.clients && !shared_->holding[index + 1]; ++k)
+        index = (index + 1) % o_.clients;
+      Slot& s = slots_[index];
       if (s.paused) return;
       if (!s.worker->pause(0)) return;  // it ended: alive() sees it
       s.paused = true;
