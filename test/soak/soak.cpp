@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -161,6 +162,9 @@ Options parse(int argc, char** argv) {
 }
 
 std::string lease_name(int i) { return "soak-" + std::to_string(i); }
+
+// Set by SIGINT or SIGTERM: the run stops as if its time were up.
+volatile std::sig_atomic_t g_interrupted = 0;
 
 // ------------------------------------------------------------------ shared
 
@@ -605,6 +609,7 @@ class Harness {
       }
     }
     const double ran = seconds_since(began);
+    if (g_interrupted) std::cerr << "dlock_soak: interrupted, stopping\n";
     bool stopped = true;
     for (Slot& s : slots_) {
       s.paused = false;
@@ -626,6 +631,7 @@ class Harness {
     return std::chrono::duration<double>(Clock::now() - t).count();
   }
   bool finished(Clock::time_point began) const {
+    if (g_interrupted) return true;
     if (o_.seconds > 0 &&
         Clock::now() - began >= std::chrono::seconds(o_.seconds))
       return true;
@@ -852,6 +858,10 @@ class Harness {
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   if (o.seed == 0) o.seed = std::random_device{}();
+  struct sigaction sa = {};
+  sa.sa_handler = [](int) { g_interrupted = 1; };
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   try {
     return Harness(o).run();
   } catch (const std::exception& e) {
