@@ -104,22 +104,5 @@ TEST(HistoryUnknowns, UnansweredGrantByTheHolderMayEndTheHoldEarly) {
             kDoubleGrant);
 }
 
-// c's force_release, sent just after a released "x", got no answer: it may
-// have run just after b's grant and ended it, so d may take "x" then.
-TEST(HistoryUnknowns, UnansweredForceReleaseMayEndTheNextHold) {
-  Op release = call(Call::release, "a", "x", 5, 15 * kMs, 16 * kMs);
-  release.server_us = 15 * kMs;
-  const Op force =
-      call(Call::force_release, "c", "x", 0, 17 * kMs, 0, Outcome::unknown);
-  const Op b = grant("b", "x", 6, 17 * kMs, 20 * kMs, 18 * kMs, 2'000);
-  const Op d = grant("d", "x", 7, 25 * kMs, 30 * kMs, 28 * kMs, 2'000);
-  EXPECT_EQ(rules({a_holds_x(), release, force, b, d}), kClean);
-  EXPECT_EQ(rules({a_holds_x(), release, b, d}), kDoubleGrant);
-  // Only the first hold after it: a third holder overlapping d is one.
-  EXPECT_EQ(rules({a_holds_x(), release, force, b, d,
-                   grant("e", "x", 8, 35 * kMs, 40 * kMs, 38 * kMs, 2'000)}),
-            kDoubleGrant);
-}
-
 }  // namespace
 }  // namespace dlock::history

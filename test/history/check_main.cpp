@@ -43,10 +43,8 @@ std::vector<std::string> files_of(const std::string& path) {
        it.increment(ec))
     if (it->path().extension() == ".jsonl" && !it->is_directory(ec))
       files.push_back(it->path().string());
-  if (ec)
-    throw std::runtime_error("cannot list " + path + ": " + ec.message());
-  if (files.empty())
-    throw std::runtime_error("no *.jsonl history in " + path);
+  if (ec) throw std::runtime_error("cannot list " + path + ": " + ec.message());
+  if (files.empty()) throw std::runtime_error("no *.jsonl history in " + path);
   std::sort(files.begin(), files.end());
   return files;
 }

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -53,39 +54,40 @@ class Checker {
   explicit Checker(const std::vector<Op>& history) : h_(history) {}
 
   Verdict run() {
-    Index all(h_.size());
-    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-    std::sort(all.begin(), all.end(), [this](std::size_t a, std::size_t b) {
-      int c = h_[a].name.compare(h_[b].name);
-      return c != 0 ? c < 0 : a < b;
-    });
+    // Each name's ops in history order, hashed rather than sorted: a
+    // million ops share a few names.
+    std::unordered_map<std::string_view, Index> by_name;
     Index grants;
-    Index name;
-    for (std::size_t k = 0; k < all.size(); ++k) {
-      const Op& op = h_[all[k]];
-      name.push_back(all[k]);
+    for (std::size_t i = 0; i < h_.size(); ++i) {
+      const Op& op = h_[i];
+      by_name[op.name].push_back(i);
       if (acknowledged(op)) {
-        grants.push_back(all[k]);
+        grants.push_back(i);
         ++v_.figures.grants;
       }
       if (accepted(op)) ++v_.figures.writes;
       if (op.outcome == Outcome::unknown) ++v_.figures.unknown;
-      if (k + 1 == all.size() || h_[all[k + 1]].name != op.name) {
-        ++v_.figures.names;
-        check_holds(name);
-        check_writes(name);
-        check_final_rows(name);
-        name.clear();
-      }
+    }
+    std::vector<const std::pair<const std::string_view, Index>*> names;
+    for (auto& entry : by_name) names.push_back(&entry);
+    std::sort(names.begin(), names.end(),
+              [](const auto* a, const auto* b) { return a->first < b->first; });
+    for (auto* name : names) {
+      check_holds(name->second);
+      check_writes(name->second);
+      check_final_rows(name->second);
     }
     check_tokens(grants);
     v_.figures.ops = static_cast<std::int64_t>(h_.size());
+    v_.figures.names = static_cast<std::int64_t>(names.size());
     return std::move(v_);
   }
 
  private:
   void add(const char* rule, std::string what,
            std::initializer_list<std::size_t> ops) {
+    ++v_.figures.violations;
+    if (v_.violations.size() == kKeptViolations) return;
     Violation v{rule, std::move(what), {}};
     for (std::size_t i : ops)
       if (i != kNone) v.ops.push_back(h_[i]);
@@ -131,10 +133,10 @@ class Checker {
     }
     if (holds.empty()) return;
 
-    // Times after which no hold that started before them lasts.
+    // Times after which no hold that started before them lasts, and when
+    // force_releases with no answer were sent.
     std::vector<std::int64_t> forced;
-    // Invocations of force_releases with an unknown outcome.
-    std::vector<std::int64_t> unanswered_forced;
+    std::vector<std::int64_t> late;
     for (std::size_t i : ops) {
       const Op& op = h_[i];
       bool known = op.outcome == Outcome::ok;
@@ -142,23 +144,24 @@ class Checker {
         if (known) forced.push_back(op.server_us);
         if (op.outcome == Outcome::unknown) {
           forced.push_back(op.invoked_us);
-          unanswered_forced.push_back(op.invoked_us);
+          late.push_back(op.invoked_us);
         }
         continue;
       }
       if (op.call != Call::renew && op.call != Call::release) continue;
-      if (!known && !(op.call == Call::release &&
-                      op.outcome == Outcome::unknown))
+      if (!known &&
+          !(op.call == Call::release && op.outcome == Outcome::unknown))
         continue;
       auto same = by_token.find(op.token);
       if (same == by_token.end()) continue;
       for (std::size_t k : same->second) {
         Hold& hold = holds[k];
+        if (!op.owner.empty() && op.owner != h_[hold.grant].owner) continue;
+        std::int64_t at = known ? op.server_us : op.invoked_us;
         if (op.call == Call::renew)
           extend(hold, i);
-        else
-          hold.released = std::min(hold.released,
-                                    known ? op.server_us : op.invoked_us);
+        else if (at > hold.start)
+          hold.released = std::min(hold.released, at);
       }
     }
     std::sort(forced.begin(), forced.end());
@@ -206,14 +209,13 @@ class Checker {
         return holds[a].start < holds[b].start;
       return holds[a].grant < holds[b].grant;
     });
-    // A force_release with an unknown outcome may also have run a little
-    // after it was sent, once the next hold had begun: that hold may have
-    // ended as soon as it started.
-    for (std::int64_t sent : unanswered_forced) {
-      auto next = std::lower_bound(
+    // A force_release with no answer may have reached the server late,
+    // just after the first grant made after it was sent.
+    for (std::int64_t sent : late) {
+      auto first = std::lower_bound(
           order.begin(), order.end(), sent,
           [&](std::size_t k, std::int64_t t) { return holds[k].start < t; });
-      if (next != order.end()) holds[*next].end = holds[*next].start;
+      if (first != order.end()) holds[*first].end = holds[*first].start;
     }
 
     std::size_t reach = kNone;  // the hold that ends last so far
@@ -224,16 +226,15 @@ class Checker {
         const Op& a = h_[before.grant];
         const Op& b = h_[hold.grant];
         // The renewal that made the earlier hold last, if one did.
-        std::size_t renewal =
-            before.end == before.expiry && before.expiry_op != before.grant &&
-                    h_[before.expiry_op].call == Call::renew
-                ? before.expiry_op
-                : kNone;
+        std::size_t renewal = before.end == before.expiry &&
+                                      before.expiry_op != before.grant &&
+                                      h_[before.expiry_op].call == Call::renew
+                                  ? before.expiry_op
+                                  : kNone;
         add("double grant",
-            quoted(a.name) + ": token " + std::to_string(a.token) +
-                " (owner " + a.owner + ") held until " +
-                std::to_string(before.end) + ", token " +
-                std::to_string(b.token) + " (owner " + b.owner +
+            quoted(a.name) + ": token " + std::to_string(a.token) + " (owner " +
+                a.owner + ") held until " + std::to_string(before.end) +
+                ", token " + std::to_string(b.token) + " (owner " + b.owner +
                 ") granted from " + std::to_string(hold.start),
             {before.grant, renewal, hold.grant});
       }
@@ -265,8 +266,7 @@ class Checker {
       if (highest != kNone && h_[highest].token > op.token)
         add("fencing",
             quoted(op.name) + ": a write with token " +
-                std::to_string(op.token) +
-                " accepted after one with token " +
+                std::to_string(op.token) + " accepted after one with token " +
                 std::to_string(h_[highest].token) + " completed",
             {highest, i});
     }
@@ -314,31 +314,29 @@ class Checker {
       for (std::size_t i : ops) {
         const Op& op = h_[i];
         if (op.call != Call::write || !shows(op)) continue;
-        if (last(op) || (op.outcome == Outcome::unknown &&
-                         (!any || op.token >= largest)))
+        if (last(op) ||
+            (op.outcome == Outcome::unknown && (!any || op.token >= largest)))
           fine = true;
         if (match == kNone) match = i;
       }
       if (!any && (initial == kNone || shows(h_[initial]))) fine = true;
       if (fine) continue;
-      std::string what = quoted(fin.name) + ": the final row (" + row(fin) +
-                         ") is ";
+      std::string what =
+          quoted(fin.name) + ": the final row (" + row(fin) + ") is ";
       bool superseded = match != kNone && accepted(h_[match]);
-      bool untouched =
-          match == kNone && initial != kNone && shows(h_[initial]);
+      bool untouched = match == kNone && initial != kNone && shows(h_[initial]);
       if (any && (superseded || untouched)) {
         what += superseded ? "an accepted write superseded by"
                            : "still the initial row, not";
         add("lost write",
-            what + " the accepted write with token " +
-                std::to_string(largest),
+            what + " the accepted write with token " + std::to_string(largest),
             {f, superseded ? match : initial, latest});
         continue;
       }
       what += "none the writes may have left: ";
-      what += any ? "the last accepted write has token " +
-                        std::to_string(largest)
-                  : std::string("no write was accepted");
+      what +=
+          any ? "the last accepted write has token " + std::to_string(largest)
+              : std::string("no write was accepted");
       add("final row", what, {f, match, any ? latest : initial});
     }
   }
@@ -392,10 +390,10 @@ class Checker {
       }
       const Op& b = h_[before];
       add("token regression",
-          "token " + std::to_string(op.token) + " granted (" +
-              quoted(op.name) + ", owner " + op.owner +
-              ") after token " + std::to_string(b.token) + " was (" +
-              quoted(b.name) + ", owner " + b.owner + ")",
+          "token " + std::to_string(op.token) + " granted (" + quoted(op.name) +
+              ", owner " + op.owner + ") after token " +
+              std::to_string(b.token) + " was (" + quoted(b.name) + ", owner " +
+              b.owner + ")",
           {before, i});
     }
   }
@@ -406,29 +404,27 @@ class Checker {
 
 }  // namespace
 
-Verdict check(const std::vector<Op>& history) {
-  return Checker(history).run();
-}
+Verdict check(const std::vector<Op>& history) { return Checker(history).run(); }
 
 std::string report(const Verdict& v) {
   const Figures& f = v.figures;
-  std::size_t n = v.violations.size();
-  std::string s = std::to_string(f.ops) + " ops, " +
-                  std::to_string(f.grants) + " acknowledged grants, " +
-                  std::to_string(f.writes) + " accepted writes, " +
-                  std::to_string(f.unknown) + " unknown outcomes, " +
-                  std::to_string(f.names) + " names: ";
-  s += n == 0 ? "no violation" : std::to_string(n) + " violation" +
-                                     (n == 1 ? "" : "s");
+  std::size_t n =
+      std::max(static_cast<std::size_t>(f.violations), v.violations.size());
+  std::string s = std::to_string(f.ops) + " ops, " + std::to_string(f.grants) +
+                  " acknowledged grants, " + std::to_string(f.writes) +
+                  " accepted writes, " + std::to_string(f.unknown) +
+                  " unknown outcomes, " + std::to_string(f.names) + " names: ";
+  s += n == 0 ? "no violation"
+              : std::to_string(n) + " violation" + (n == 1 ? "" : "s");
   s += "\n";
-  for (std::size_t k = 0; k < n && k < kReportedViolations; ++k) {
+  std::size_t shown = std::min(v.violations.size(), kReportedViolations);
+  for (std::size_t k = 0; k < shown; ++k) {
     const Violation& x = v.violations[k];
     s += "\n" + x.rule + ": " + x.what + "\n";
     for (const Op& op : x.ops) s += "  " + describe(op) + "\n";
   }
-  if (n > kReportedViolations)
-    s += "\n... and " + std::to_string(n - kReportedViolations) +
-         " more violations\n";
+  if (n > shown)
+    s += "\n... and " + std::to_string(n - shown) + " more violations\n";
   return s;
 }
 

@@ -26,10 +26,15 @@ struct Figures {
   std::int64_t writes = 0;   // accepted fenced writes
   std::int64_t unknown = 0;  // calls with no answer
   std::int64_t names = 0;
+  std::int64_t violations = 0;  // all of them, kept or not
 };
 
+// How many violations a verdict keeps with their ops: a broken run can
+// break a rule at every later op, and each kept one copies its ops.
+constexpr std::size_t kKeptViolations = 10'000;
+
 struct Verdict {
-  std::vector<Violation> violations;
+  std::vector<Violation> violations;  // the first kKeptViolations
   Figures figures;
 };
 
@@ -45,13 +50,16 @@ struct Verdict {
 //     renews the hold), invoked after its last acknowledged grant or
 //     renewal was: it may have set an earlier expiry;
 //   - its acknowledged release (server_us); a refused release ends nothing;
+//     a renewal or release that names an owner applies to that owner's
+//     hold of the token only, and a release to a hold started before it;
 //   - an acknowledged force_release of the name (server_us), which ends
 //     every hold of the name that started before it;
 //   - the invocation of a release with an unknown outcome (it may have
 //     ended the hold as soon as it was sent), or of a force_release with an
 //     unknown outcome for the holds of the name that started before it was
-//     sent, and for the first hold of the name that started after it was
-//     sent, its start (the call may have run just after that grant).
+//     sent; such a force_release may also have reached the server late,
+//     so the first hold of the name started after it was sent may have
+//     ended at once (it is never part of a double grant).
 // The rules:
 // - double grant: two holds of one name that overlap.
 // - token regression: an acknowledged grant completed before another
@@ -78,12 +86,17 @@ struct Verdict {
 // Unknown outcomes never count as grants or accepted writes. Only ops with
 // the outcome ok count as acknowledged, accepted or read.
 // Violations come name by name (in byte order of the names), then the
-// token regressions in the order the later grants were invoked.
+// token regressions in the order the later grants were invoked. Their ops:
+// double grant: the earlier hold's first grant, the renewal whose expiry
+// ends it (when one does), the later hold's first grant; token regression
+// and fencing: the earlier op, then the later one; lost write and final
+// row: the final_row op, the write or initial row it shows (if any), and
+// the last accepted write (the initial row when none was accepted).
 Verdict check(const std::vector<Op>& history);
 
-// A report: a line of figures, then each violation (at most
-// kReportedViolations of them, the count of the rest after) with its
-// operations, one describe() line each.
+// A report: a line of figures with the count of violations, then each
+// violation (at most kReportedViolations of them, the count of the rest
+// after) with its operations, one describe() line each.
 constexpr std::size_t kReportedViolations = 20;
 std::string report(const Verdict& v);
 
