@@ -42,6 +42,9 @@ struct Hold {
   std::int64_t start = 0;         // acquired_at
   std::int64_t expiry = 0;
   std::int64_t released = kNever;  // by a release of its token
+  // By a renewal or a grant asking again with an unknown outcome, which
+  // may have set its expiry earlier (invoked_us + ttl at the earliest).
+  std::int64_t shortened = kNever;
   std::int64_t end = 0;            // the earliest of them all
 };
 
@@ -118,7 +121,7 @@ class Checker {
       });
       if (it == same.end()) {
         same.push_back(holds.size());
-        holds.push_back(Hold{i, kNone, op.acquired_us, 0, kNever, 0});
+        holds.push_back(Hold{i, kNone, op.acquired_us, 0, kNever, kNever, 0});
         extend(holds.back(), i);
         continue;
       }
@@ -162,10 +165,39 @@ class Checker {
     }
     std::sort(forced.begin(), forced.end());
 
+    // A renewal with an unknown outcome, or a grant with an unknown
+    // outcome by a holder's owner (which renews the hold when it asks
+    // again), invoked after the hold's last acknowledged grant or renewal
+    // was: if it took effect, the hold may have ended ttl after it was
+    // sent.
+    std::unordered_map<std::string, Index> by_owner;  // owner -> holds
+    for (std::size_t k = 0; k < holds.size(); ++k)
+      by_owner[h_[holds[k].grant].owner].push_back(k);
+    for (std::size_t i : ops) {
+      const Op& op = h_[i];
+      if (op.outcome != Outcome::unknown) continue;
+      const Index* same = nullptr;
+      if (op.call == Call::renew) {
+        auto it = by_token.find(op.token);
+        if (it != by_token.end()) same = &it->second;
+      } else if (op.call == Call::grant) {
+        auto it = by_owner.find(op.owner);
+        if (it != by_owner.end()) same = &it->second;
+      }
+      if (!same) continue;
+      for (std::size_t k : *same) {
+        Hold& hold = holds[k];
+        if (op.call == Call::grant && hold.start >= op.invoked_us) continue;
+        if (h_[hold.expiry_op].invoked_us >= op.invoked_us) continue;
+        hold.shortened =
+            std::min(hold.shortened, op.invoked_us + op.ttl_ms * 1000);
+      }
+    }
+
     Index order(holds.size());
     for (std::size_t k = 0; k < holds.size(); ++k) {
       Hold& hold = holds[k];
-      hold.end = std::min(hold.expiry, hold.released);
+      hold.end = std::min({hold.expiry, hold.released, hold.shortened});
       auto f = std::upper_bound(forced.begin(), forced.end(), hold.start);
       if (f != forced.end()) hold.end = std::min(hold.end, *f);
       hold.end = std::max(hold.end, hold.start);

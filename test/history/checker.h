@@ -44,7 +44,11 @@ struct Verdict {
 // server's clock, from acquired_at to the earliest of
 //   - its expiry: expires_at of its last acknowledged grant or renewal (by
 //     the client's clock at completion; a renewal may bring it earlier),
-//     a renewal with any other outcome changes nothing;
+//     a refused or failed renewal changes nothing;
+//   - invoked_us + ttl of a renewal with an unknown outcome, or of a grant
+//     of the name by its owner with an unknown outcome (asking again
+//     renews the hold), invoked after its last acknowledged grant or
+//     renewal was: it may have set an earlier expiry;
 //   - its acknowledged release (server_us); a refused release ends nothing;
 //     a renewal or release that names an owner applies to that owner's
 //     hold of the token only, and a release to a hold started before it;
