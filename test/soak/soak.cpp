@@ -276,10 +276,8 @@ class Client {
   // An answer to a call, other than a connection's failure.
   void answer_error(Op& op, const std::string& sqlstate,
                     const std::string& message) {
-    op.outcome =
-        (sqlstate == "LD001" || sqlstate == "LD002" || sqlstate == "LD003")
-            ? Outcome::refused
-            : Outcome::failed;
+    op.outcome = dlock::client::ends_grant(sqlstate) ? Outcome::refused
+                                                     : Outcome::failed;
     op.sqlstate = sqlstate;
     op.note = message;
     complete(op);
@@ -452,9 +450,7 @@ class Client {
         conn_.reset();
         ++shared_.reconnects;
       }
-      if (r.sqlstate() == "LD001" || r.sqlstate() == "LD002" ||
-          r.sqlstate() == "LD003")
-        forget(g.name);
+      if (dlock::client::ends_grant(r.sqlstate())) forget(g.name);
       answer_error(op, r.sqlstate(), r.message());
     };
     pgc::Result r = conn_->try_exec("BEGIN");
