@@ -16,7 +16,9 @@ Deadline Deadline::after(Micros now, Micros timeout) {
 }
 
 int sleep_ms(Micros free_in, Micros deadline_left) {
-  Micros sleep = free_in > 0 ? std::min(free_in, deadline_left) : deadline_left;
+  Micros sleep = free_in > 0
+                     ? std::min({free_in, kWallClockRecheck, deadline_left})
+                     : deadline_left;
   sleep = std::clamp<Micros>(sleep, 0, kLongestSleep - 999);
   return static_cast<int>((sleep + 999) / 1000);
 }

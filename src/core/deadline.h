@@ -34,11 +34,18 @@ class Deadline {
 // milliseconds holds (a longer wait sleeps again).
 constexpr Micros kLongestSleep = INT32_MAX * Micros{1000};
 
+// How long the head of a queue sleeps at most while it waits for the
+// holder's grant to free the lease. That moment is on the server's wall
+// clock, which may step: a step forward expires the grant at once, and the
+// head must notice it then, not when its sleep on the monotonic clock
+// ends.
+constexpr Micros kWallClockRecheck = 1'000'000;
+
 // How long the head of a lease's queue sleeps, or a wait's timer runs:
-// until the holder's grant frees the lease (free_in > 0) or the deadline,
-// whichever comes first, and at most kLongestSleep; a release wakes the
-// head earlier. Rounded up to whole milliseconds so that it never wakes
-// just before the moment it waits for.
+// until the holder's grant frees the lease (free_in > 0, and then at most
+// kWallClockRecheck) or the deadline, whichever comes first, and at most
+// kLongestSleep; a release wakes the head earlier. Rounded up to whole
+// milliseconds so that it never wakes just before the moment it waits for.
 int sleep_ms(Micros free_in, Micros deadline_left);
 
 }  // namespace dlock

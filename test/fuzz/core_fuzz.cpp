@@ -497,8 +497,10 @@ void check_deadline(FuzzedDataProvider& in) {
   Micros free_in = micros(in);
   Micros deadline_left = in.ConsumeIntegralInRange<Micros>(0, kMax);
   int ms = dlock::sleep_ms(free_in, deadline_left);
-  Wide target =
-      free_in > 0 && free_in < deadline_left ? free_in : deadline_left;
+  // Toward a grant's end on the wall clock, at most kWallClockRecheck.
+  Wide target = deadline_left;
+  if (free_in > 0)
+    target = std::min<Wide>({free_in, dlock::kWallClockRecheck, deadline_left});
   Wide slept = Wide{ms} * 1000;
   require(ms >= 0, "sleep_ms", str(ms));
   if (target <= dlock::kLongestSleep - 1000) {

@@ -11,6 +11,8 @@
 #    counts its TTL from the stepped clock;
 #  - `dlock run` loses its lease at a step forward that passes its expiry:
 #    its keeper's next renewal is refused, and COMMAND is stopped;
+#  - the head of acquire's queue, sleeping toward the holder's expiry,
+#    notices a step forward within a second;
 #  - tokens only grow, whatever the clock does (they come from a sequence);
 #  - waits and timeouts run on the monotonic clock (006_acquire_waits.pl).
 use strict;
@@ -111,6 +113,23 @@ cmp_ok($e, '>', $d, 'e is granted backup, with a larger token');
 is(fenced_write(2, $d, 'd-2'), 'LD001', 'once e writes, d\'s late write is refused')
   if fenced_write(2, $e, 'e-1') eq '';
 
+# ------------------------------------------------ a waiter, forward
+
+# The head of acquire's queue sleeps toward the holder's expiry on the
+# monotonic clock, but looks at the wall clock again every second: a step
+# forward that expires the hour-long grant hands the lease to the waiter
+# then, well within its 30 s timeout, not an hour later.
+my $holder = grant('queue', '1 h', 'holder');
+my $waiter = start_client($node->connstr('postgres'), 'waiter',
+	q{SELECT token FROM dlock.acquire('queue', '60 s', '30 s', 'waiter')});
+wait_queued($node, 'waiter', 1);
+set_clock_offset($node, '+3600');
+my ($out) = finish_client($waiter);
+cmp_ok($out, '>', $holder, 'an hour forward: the queued waiter is granted the hour-long lease');
+push @tokens, $out;
+is(state_of('queue', $out), 'held', 'and holds it');
+set_clock_offset($node, '+0');
+
 # ------------------------------------------------ expired, then back
 
 # A lease that expired at a forward step, and that nobody took since, is
@@ -150,7 +169,7 @@ set_clock_offset($node, '+0');
 
 my @sorted = sort { $a <=> $b } @tokens;
 is_deeply(\@tokens, \@sorted, 'every token granted was larger than the one before');
-is(scalar(@tokens), 6, 'six grants were made');
+is(scalar(@tokens), 8, 'eight grants were made');
 my $last = $node->safe_psql('postgres', q{SELECT max(token) FROM dlock.leases});
 set_clock_offset($node, '-3600');
 my $h = grant('later', '60 s', 'h');
