@@ -45,7 +45,7 @@ std::string one_line(const std::string& text) {
 Keeper::Keeper(Grant grant, KeeperOptions options)
     : options_(std::move(options)),
       grant_(std::move(grant)),
-      deadline_(grant_.sent, grant_.valid_for, options_.policy) {
+      deadline_(grant_.valid_from, grant_.valid_for, options_.policy) {
   thread_ = std::thread([this] { run(); });
   std::unique_lock<std::mutex> lock(mutex_);
   ready_changed_.wait(lock, [this] { return ready_; });
@@ -76,7 +76,7 @@ TimePoint Keeper::deadline() const {
 void Keeper::renewed(const Grant& grant) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    deadline_.renewed(grant.sent, grant.valid_for);
+    deadline_.renewed(grant.valid_from, grant.valid_for);
     grant_ = grant;
     ready_ = true;
   }

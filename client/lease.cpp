@@ -16,11 +16,16 @@ namespace {
 // milliseconds, rounded down (never more validity than the server said);
 // acquired_at and expires_at again in microseconds since the epoch
 // (extract gives numeric, so the conversion is exact).
+// The last column: how long the statement had run on the server when it
+// answered (a wait in acquire's queue, mostly), which read_grant adds to
+// the moment the call was sent.
 constexpr char kGrantColumns[] =
     "SELECT name, token, owner, acquired_at, expires_at,"
     " floor(extract(epoch FROM valid_for) * 1000)::bigint,"
     " (extract(epoch FROM acquired_at) * 1000000)::bigint,"
-    " (extract(epoch FROM expires_at) * 1000000)::bigint FROM ";
+    " (extract(epoch FROM expires_at) * 1000000)::bigint,"
+    " floor(extract(epoch FROM clock_timestamp() - statement_timestamp())"
+    "       * 1000)::bigint FROM ";
 
 // Backoff of WaitMode::poll.
 constexpr Millis kFirstPoll{50};
@@ -75,6 +80,13 @@ std::optional<Grant> read_grant(const pgc::Result& r, TimePoint sent) {
   g.acquired_at_us = r.int64(0, 6);
   g.expires_at_us = r.int64(0, 7);
   g.sent = sent;
+  // The statement started on the server after this client sent it, so
+  // valid_for, measured as it ended, counts from no later than sent plus
+  // the time it ran; and never from later than now (a wall-clock step on
+  // the server during the statement must not push it past the answer).
+  Millis ran{std::max<std::int64_t>(0, r.int64(0, 8))};
+  TimePoint now = BootClock::now();
+  g.valid_from = std::min<TimePoint>(sent + ran, now);
   return g;
 }
 
@@ -105,13 +117,13 @@ std::string interval_text(Millis d) {
 
 Statement try_acquire_statement(const std::string& name,
                                 const std::string& owner, const Terms& terms) {
-  return {std::string(kGrantColumns) +
-              "dlock.try_acquire($1, $2::interval, owner => $3,"
-              " lock_delay => $4::interval, max_hold => $5::interval,"
-              " min_hold => $6::interval)",
-          {name, interval_text(terms.ttl), owner,
-           interval_param(terms.lock_delay), interval_param(terms.max_hold),
-           interval_param(terms.min_hold)}};
+  return {
+      std::string(kGrantColumns) +
+          "dlock.try_acquire($1, $2::interval, owner => $3,"
+          " lock_delay => $4::interval, max_hold => $5::interval,"
+          " min_hold => $6::interval)",
+      {name, interval_text(terms.ttl), owner, interval_param(terms.lock_delay),
+       interval_param(terms.max_hold), interval_param(terms.min_hold)}};
 }
 
 std::optional<Grant> Leases::try_acquire(const std::string& name,

@@ -31,8 +31,12 @@ struct Grant {
   // server's clock, exact: for comparing them without parsing the text.
   std::int64_t acquired_at_us = 0;
   std::int64_t expires_at_us = 0;
-  Millis valid_for{0};      // validity left when the server answered
-  TimePoint sent;           // when this client sent the call that returned it
+  Millis valid_for{0};  // validity left when the server answered
+  TimePoint sent;       // when this client sent the call that returned it
+  // Where valid_for counts from on this client's clock: sent, plus how long
+  // the statement ran on the server (acquire's wait in the queue), never
+  // later than the answer's arrival.
+  TimePoint valid_from;
 };
 
 // The terms of a grant (see dlock.try_acquire); unset means dlock's default.

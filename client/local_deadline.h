@@ -3,10 +3,11 @@
 //
 // A renewal is answered with valid_for, the validity the server measured
 // when it answered. The client cannot know when the server took that
-// measure, only that it was after the call was sent. So the grant is
-// surely still valid until
+// measure, only that it was after the call was sent and the statement had
+// run as long as the server says (acquire's wait: see Grant::valid_from).
+// So the grant is surely still valid until
 //
-//     sent + valid_for - safety_margin(valid_for)
+//     valid_from + valid_for - safety_margin(valid_for)
 //
 // where the margin covers a client clock running slower than the server's
 // (1% of valid_for) and the time it takes to tell the work to stop (a

@@ -108,6 +108,22 @@ is(marker($waiter, 'order'), 'after', 'its COMMAND started after the holder\'s e
 cmp_ok(marker($waiter, 'start'), '>=', marker($holder, 'ended'), 'by the clock too');
 is(lease('busy'), "$next->{token}|$next->{owner}|released", 'and it released the lease');
 
+# A wait in the queue longer than the waiter's ttl: its lease counts from
+# the grant, not from when dlock sent its acquire, so COMMAND runs.
+$holder = run('long-wait', [ '--ttl', '30s' ], TRAP_TERM . q{
+record_env; linger});
+read_env($holder);
+$waiter = run('long-wait', [ '--ttl', '4s', '--wait', '60s' ], q{
+record_env}, env => { PGAPPNAME => 'long-waiter' });
+wait_queued($node, 'long-waiter', 1);
+sleep(5);    # longer than the waiter's ttl: the case to test
+go($holder);
+is(run_exit_code($holder), 0, 'the holder ends');
+is(run_exit_code($waiter), 0, 'a waiter that waited past its 4 s ttl runs COMMAND and ends');
+$next = read_env($waiter);
+is(lease('long-wait'), "$next->{token}|$next->{owner}|released", 'and releases its grant');
+is(run_stderr($waiter), '', 'nothing on stderr: the lease was never lost');
+
 # ------------------------------------------------ signals to dlock
 
 # COMMAND traps the signal and lingers: dlock keeps the lease meanwhile.
