@@ -34,12 +34,7 @@ create_dlock($node);
 my %pg_env = (PGHOST => $node->host, PGPORT => $node->port, PGDATABASE => 'postgres');
 
 # The lease $name as "token|owner|state".
-sub lease
-{
-	my ($name) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT token || '|' || owner || '|' || state FROM dlock.leases WHERE name = '$name'");
-}
+sub lease { return lease_columns($node, $_[0], qw(token owner state)); }
 
 # dlock run NAME with these options and script, connected directly.
 sub run

@@ -40,12 +40,7 @@ $standby->stop;
 my %pg_env = (PGHOST => $primary->host, PGPORT => $primary->port, PGDATABASE => 'postgres');
 
 # The lease $name as "token|state".
-sub lease
-{
-	my ($name) = @_;
-	return $primary->safe_psql('postgres',
-		"SELECT token || '|' || state FROM dlock.leases WHERE name = '$name'");
-}
+sub lease { return lease_columns($primary, $_[0], qw(token state)); }
 
 # The pid of the session whose statement calls $function for lease $name
 # once it waits for the synchronous standby; dies if it never does.

@@ -20,7 +20,7 @@ our @EXPORT = qw(
   lease_rows held_rows poll_until
   start_client finish_client wait_queued
   start_pgbouncer stop_pgbouncer pgbouncer_show
-  new_faketime_node set_clock_offset clock_skew
+  new_faketime_node set_clock_offset clock_skew lease_columns
 );
 
 # The first token issued on a new history (a promoted standby, a
@@ -336,6 +336,16 @@ sub clock_skew
 	my ($node) = @_;
 	return $node->safe_psql('postgres',
 		'SELECT extract(epoch FROM clock_timestamp())') - time();
+}
+
+# The columns of dlock.leases for lease $name on $node, joined by '|'
+# (e.g. lease_columns($node, 'job', qw(token owner state))).
+sub lease_columns
+{
+	my ($node, $name, @columns) = @_;
+	my $select = join(q{ || '|' || }, @columns);
+	return $node->safe_psql('postgres',
+		"SELECT $select FROM dlock.leases WHERE name = '$name'");
 }
 
 1;
