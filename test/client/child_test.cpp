@@ -365,9 +365,13 @@ TEST_F(ChildTest, LossWhileTheGroupIsEmptiedKillsItAtOnce) {
   Command c = leaving_behind("trap '' TERM", dir_);
   SignalPipe signals({SIGINT, SIGTERM, SIGHUP});
   Child child = started(Child::spawn(c, signals));
-  // The child exits once ready exists; lost from then on.
+  // Lost once the child has exited (it does once ready exists), while the
+  // group it leaves is being emptied. Lost any earlier, the child itself
+  // would get SIGTERM.
+  const pid_t pid = child.pid();
   Ending e = child.wait(
-      signals, [&] { return fs::exists(path("ready")); }, seconds(600));
+      signals, [&] { return fs::exists(path("ready")) && ended(pid); },
+      seconds(600));
   EXPECT_EQ(e.exit_code, 3);
   EXPECT_TRUE(e.lost_while_running);
   pid_t background = read_pid(path("background.pid"));
