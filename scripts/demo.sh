@@ -6,8 +6,8 @@
 # fenced writes, while one holder is killed and another paused past its ttl.
 # Then the dlock command, as cron and an operator meet it: a second run of
 # a job finds the lease busy, and a run whose lease is force-released has
-# its command stopped. The cluster is stopped and removed when this script
-# exits.
+# its command stopped. Last, what dlock.stats counted for each lease. The
+# cluster is stopped and removed when this script exits.
 #
 #   bash scripts/demo.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -78,3 +78,9 @@ psql -X -q -v ON_ERROR_STOP=1 -c "$force"
 status=0
 wait "$forced" || status=$?
 log "dlock ended the job (SIGTERM to its process group) and exited $status: the lease was lost"
+
+# --- what an operator graphs: dlock.stats (dlock is preloaded) ---
+stats="SELECT name, grants, busy, waits, takeovers, force_releases, releases,
+       round(max_hold_time) AS max_hold_ms, holders FROM dlock.stats ORDER BY name"
+log "psql: what dlock counted for each lease (dlock.stats)"
+psql -X -q -v ON_ERROR_STOP=1 -c "$stats"
