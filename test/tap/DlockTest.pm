@@ -1,6 +1,7 @@
 # Set-up and helpers shared by dlock's TAP tests: nodes, dlock with the
 # tables the tests write, grants, SQLSTATEs, unflushed WAL, clients in the
-# background, waiters in acquire's queue and PgBouncer.
+# background, waiters in acquire's queue, PgBouncer, pg_cron's job runs and
+# Prometheus's PostgreSQL exporter.
 package DlockTest;
 
 use strict;
@@ -21,6 +22,7 @@ our @EXPORT = qw(
   start_client finish_client wait_queued
   start_pgbouncer stop_pgbouncer pgbouncer_show
   new_faketime_node set_clock_offset clock_skew lease_columns
+  readme_section cron_run
 );
 
 # The first token issued on a new history (a promoted standby, a
@@ -346,6 +348,35 @@ sub lease_columns
 	my $select = join(q{ || '|' || }, @columns);
 	return $node->safe_psql('postgres',
 		"SELECT $select FROM dlock.leases WHERE name = '$name'");
+}
+
+# The text of README.md's section "## $title", up to the next "## "
+# heading. The test command copies README.md next to the tests' directory.
+sub readme_section
+{
+	my ($title) = @_;
+	my $readme = PostgreSQL::Test::Utils::slurp_file(
+		File::Basename::dirname(Cwd::abs_path($0)) . '/../README.md');
+	my ($section) = $readme =~ /^## \Q$title\E\n(.*?)(?=^## |\z)/ms
+	  or die "README.md has no section \"## $title\"";
+	return $section;
+}
+
+# The first finished run of pg_cron's job $job on $node (pg_cron's tables
+# in database postgres) as "status|return_message", once there is one:
+# pg_cron starts jobs on the minute, so this waits up to a minute and a bit.
+sub cron_run
+{
+	my ($node, $job) = @_;
+	my $run = poll_until(sub {
+		$node->safe_psql('postgres', qq{
+			SELECT d.status || '|' || d.return_message
+			  FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)
+			 WHERE j.jobname = '$job' AND d.status IN ('succeeded', 'failed')
+			 ORDER BY d.runid LIMIT 1});
+	});
+	die "pg_cron's job $job never finished a run" unless $run;
+	return $run;
 }
 
 1;
