@@ -31,7 +31,7 @@ endif
 
 # Each suite starts from a fresh dlock (sql/setup/fresh_dlock.sql), so any
 # one runs alone: make installcheck REGRESS=fencing
-REGRESS = lease_api lease_terms lease_errors lease_isolation_levels lease_state shared_leases semaphores multi_leases fencing advisory admin lease_ended roles security lease_rows upgrade
+REGRESS = lease_api lease_terms lease_errors lease_isolation_levels lease_state shared_leases semaphores multi_leases fencing advisory admin lease_ended roles security lease_rows upgrade stats
 ifdef DLOCK_TESTING
 REGRESS += boundary
 endif

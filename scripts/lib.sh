@@ -84,6 +84,7 @@ start_cluster() {
     echo "max_connections = 120"
     echo "max_prepared_transactions = 10"
     echo "log_min_messages = warning"
+    echo "shared_preload_libraries = 'dlock'"  # dlock.stats counts
     local line
     for line in "$@"; do echo "$line"; done
   } >>"$CLUSTER_DIR/data/postgresql.conf"

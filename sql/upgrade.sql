@@ -60,7 +60,7 @@ BEGIN
     RETURN (SELECT extversion FROM pg_extension WHERE extname = 'dlock');
 END $$;
 SELECT v AS from_version, regress.update_from(v) AS updated_to
-  FROM unnest(ARRAY['0.1.0', '0.2.0', '0.3.0', '0.4.0', '0.5.0', '0.6.0']) AS v;
+  FROM unnest(ARRAY['0.1.0', '0.2.0', '0.3.0', '0.4.0', '0.5.0', '0.6.0', '0.7.0']) AS v;
 
 DROP EXTENSION dlock;
 -- Nothing is left behind: no schema, no object, no trigger function.
@@ -128,6 +128,15 @@ ALTER EXTENSION dlock UPDATE;
 SELECT name, token, state, mode, permits, holders FROM dlock.leases WHERE name = 'from-0.6.0';
 SELECT token FROM dlock.try_acquire('from-0.6.0', '1 min', 'w');
 SELECT dlock.try_acquire('from-0.6.0', '1 min', 'other', shared => true) IS NULL AS busy;
+-- 0.8.0 only adds the statistics: this library serves 0.7.0's objects as
+-- they are, and a lease taken before the update stays held across it.
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock VERSION '0.7.0';
+SELECT token AS from_070_token FROM dlock.try_acquire('from-0.7.0', '1 min', 'w') \gset
+SELECT dlock.try_acquire('from-0.7.0', '1 min', 'other') IS NULL AS busy;
+ALTER EXTENSION dlock UPDATE;
+SELECT token = :from_070_token AS same_token, state FROM dlock.leases WHERE name = 'from-0.7.0';
+SELECT dlock.release('from-0.7.0', :from_070_token, 'w') AS released;
 
 -- An update that replaces a function's signature (dlock.replace_function)
 -- carries over what users granted and revoked on the old one, and the new

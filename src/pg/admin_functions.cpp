@@ -14,6 +14,7 @@
 #include "release.h"
 #include "settings.h"
 #include "spi.h"
+#include "stats.h"
 
 namespace dlock::pg {
 namespace {
@@ -166,8 +167,12 @@ DLOCK_FUNCTION(dlock_force_release) {
     bool is_lease = i < n_leases;
     const StoredLease& ended = is_lease ? leases[i] : holders[i - n_leases];
     // A grant its holder had released (inside its min_hold) ends no work.
-    if (is_lease ? lease_unreleased[i] : holder_unreleased[i - n_leases]) {
+    bool unreleased =
+        is_lease ? lease_unreleased[i] : holder_unreleased[i - n_leases];
+    if (unreleased) {
       notify_force_released(name, ended.token, reason);
+      count_event(name, dlock::LeaseEvent::force_release,
+                  now - ended.acquired_at);
     }
     ereport(
         log_grants ? LOG : DEBUG1,

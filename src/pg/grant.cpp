@@ -10,6 +10,7 @@
 #include "lease_row.h"
 #include "lock_wait.h"
 #include "settings.h"
+#include "stats.h"
 
 namespace dlock::pg {
 
@@ -165,16 +166,24 @@ bool takes_over(Grant kind, const std::optional<StoredLease>& row) {
   return kind == Grant::new_token && !row->released;
 }
 
+// A new grant (token new_token) ended `old`, which expired unreleased: its
+// holder is told (lease_ended.h), and it counts as a takeover.
+void taken_over(const char* name, const StoredLease& old, int64 new_token) {
+  notify_taken_over(name, old.token, new_token);
+  count_event(name, dlock::LeaseEvent::takeover,
+              old.expires_at - old.acquired_at);
+}
+
 // Deletes the holder rows that no longer occupy the name, before a new
 // grant of it: each decision reads every row of its name. A holder that
-// expired without a release is told (lease_ended.h), as for a takeover.
+// expired without a release was taken over.
 void remove_gone_holders(const LeaseRows& rows, const char* name,
                          int64 new_token, Micros now) {
   for (int i = 0; i < rows.count; ++i) {
     const StoredLease& holder = rows.rows[i];
     if (dlock::occupies(rules_row(holder), now)) continue;
     (void)delete_row(holder);
-    if (!holder.released) notify_taken_over(name, holder.token, new_token);
+    if (!holder.released) taken_over(name, holder, new_token);
   }
 }
 
@@ -310,12 +319,11 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
   out->acquired_at = extended != nullptr ? extended->acquired_at : now;
   out->expires_at = terms.expires_at;
   if (log_grants) log_grant(req, d.step, d.kind, row, out->token);
+  if (extended == nullptr) count_event(req.name, dlock::LeaseEvent::grant);
   if (d.step == Step::write_store && takes_over(d.kind, row)) {
-    notify_taken_over(req.name, row->token, out->token);
+    taken_over(req.name, *row, out->token);
   }
-  if (ended && !ended->released) {
-    notify_taken_over(req.name, ended->token, out->token);
-  }
+  if (ended && !ended->released) taken_over(req.name, *ended, out->token);
   commit_durably();
   return Attempt::granted;
 }
@@ -407,7 +415,13 @@ bool acquire_until(const LeaseRequest& req, Deadline deadline, Granted* out) {
   if (attempt_grant(req, kOutsideQueue, out, &free_in) == Attempt::granted) {
     return true;
   }
-  if (!join_queue(queue_tag(req.name), deadline)) return false;
+  count_event(req.name, dlock::LeaseEvent::wait_started);
+  Micros wait_start = dlock::monotonic_now();
+  if (!join_queue(queue_tag(req.name), deadline)) {
+    count_event(req.name, dlock::LeaseEvent::wait_timed_out,
+                dlock::monotonic_now() - wait_start);
+    return false;
+  }
   // Each attempt's allocations go to a context reset before the next, so
   // a long wait does not accumulate memory.
   MemoryContext attempt_cxt = AllocSetContextCreate(
@@ -430,6 +444,10 @@ bool acquire_until(const LeaseRequest& req, Deadline deadline, Granted* out) {
   }
   MemoryContextSwitchTo(call_cxt);
   MemoryContextDelete(attempt_cxt);
+  count_event(req.name,
+              granted ? dlock::LeaseEvent::wait_granted
+                      : dlock::LeaseEvent::wait_timed_out,
+              dlock::monotonic_now() - wait_start);
   return granted;
 }
 

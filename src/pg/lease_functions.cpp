@@ -16,6 +16,7 @@
 #include "relations.h"
 #include "release.h"
 #include "settings.h"
+#include "stats.h"
 #include "tokens.h"
 
 namespace dlock::pg {
@@ -82,6 +83,7 @@ DLOCK_FUNCTION(dlock_try_acquire) {
   Granted g;
   Micros free_in;
   if (attempt_grant(req, kOutsideQueue, &g, &free_in) != Attempt::granted) {
+    count_event(req.name, dlock::LeaseEvent::busy);
     PG_RETURN_NULL();
   }
   return granted_value(fcinfo, req, g);
@@ -118,8 +120,12 @@ DLOCK_FUNCTION(dlock_renew) {
     TimestampTz now = GetCurrentTimestamp();
     dlock::NotHeld why = dlock::why_not_held(
         row ? std::optional(rules_row(*row)) : std::nullopt, token, now);
-    if (why != dlock::NotHeld::held) raise_not_held(name, token, row, why);
+    if (why != dlock::NotHeld::held) {
+      count_event(name, dlock::LeaseEvent::renew_failure);
+      raise_not_held(name, token, row, why);
+    }
     if (owner != nullptr && strcmp(owner, row->owner) != 0) {
+      count_event(name, dlock::LeaseEvent::renew_failure);
       raise_other_owner(name, token, owner);
     }
     // The lease's current TTL, still within today's dlock.max_ttl.

@@ -1,7 +1,9 @@
 // The module's entry: PG_MODULE_MAGIC and _PG_init, which defines the
-// settings and registers the transaction callback.
+// settings, registers the transaction callback and, when dlock is in
+// shared_preload_libraries, asks for the statistics' shared memory.
 #include "durability.h"
 #include "settings.h"
+#include "stats.h"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -11,4 +13,7 @@ void _PG_init(void);
 void _PG_init(void) {
   dlock::pg::define_settings();
   dlock::pg::register_durability_callback();
+  if (process_shared_preload_libraries_in_progress) {
+    dlock::pg::request_stats_memory();
+  }
 }

@@ -11,6 +11,7 @@
 #include "lease_queue.h"
 #include "lease_row.h"
 #include "lease_value.h"
+#include "stats.h"
 
 namespace dlock::pg {
 namespace {
@@ -111,6 +112,7 @@ DLOCK_FUNCTION(dlock_try_acquire_all) {
     Peek peeked =
         peek_grant(lease_request_for(terms, names.names[i]), &free_in);
     if (peeked == Peek::busy) {
+      count_event(names.names[i], dlock::LeaseEvent::busy);
       return return_grants(fcinfo, names, terms, nullptr, 0);
     }
     retry[i] = peeked == Peek::retry;
@@ -120,6 +122,7 @@ DLOCK_FUNCTION(dlock_try_acquire_all) {
     if ((!retry[i] && others_queued(names.names[i])) ||
         !try_gate(gate_tag(names.names[i]))) {
       give_back_gates(names, i);
+      count_event(names.names[i], dlock::LeaseEvent::busy);
       return return_grants(fcinfo, names, terms, nullptr, 0);
     }
   }
@@ -127,6 +130,7 @@ DLOCK_FUNCTION(dlock_try_acquire_all) {
     if (peek_grant(lease_request_for(terms, names.names[i]), &free_in) ==
         Peek::busy) {
       give_back_gates(names, names.count);
+      count_event(names.names[i], dlock::LeaseEvent::busy);
       return return_grants(fcinfo, names, terms, nullptr, 0);
     }
   }

@@ -2,6 +2,7 @@
 #include "holder_rows.h"
 #include "lease_queue.h"
 #include "settings.h"
+#include "stats.h"
 
 namespace dlock::pg {
 
@@ -12,14 +13,16 @@ bool held_with(const std::optional<StoredLease>& row, int64 token,
 
 bool release_gated(const char* name, int64 token,
                    std::optional<StoredLease> row) {
+  TimestampTz now;
   for (;;) {
-    TimestampTz now = GetCurrentTimestamp();
+    now = GetCurrentTimestamp();
     if (!held_with(row, token, now)) return false;
     if (write_release(*row, now) == RowWrite::written) break;
     CHECK_FOR_INTERRUPTS();
     row = read_grant(name, token);
   }
   wake_queue_head(name);
+  count_event(name, dlock::LeaseEvent::release, now - row->acquired_at);
   if (log_grants) {
     ereport(LOG, (errmsg_internal(
                      "dlock: lease \"%s\" released with token %lld after "

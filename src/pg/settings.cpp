@@ -11,6 +11,8 @@ int max_ttl_ms = kDefaultMaxTtlMs;
 
 bool log_grants = false;
 bool notify_lease_ends = true;
+bool track_stats = true;
+int stats_max = 5000;
 
 Micros max_ttl() { return static_cast<Micros>(max_ttl_ms) * 1000; }
 
@@ -35,6 +37,20 @@ void define_settings() {
       "notification: turn this off (SET LOCAL) in transactions that must be "
       "prepared.",
       &notify_lease_ends, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+  DefineCustomBoolVariable(
+      "dlock.track_stats", "Counts grants, waits and releases in dlock.stats.",
+      "Needs dlock in shared_preload_libraries.", &track_stats, true, PGC_SUSET,
+      0, nullptr, nullptr, nullptr);
+  // A server-start setting can be defined only while the server starts:
+  // it exists when dlock is preloaded, as do the statistics it sizes.
+  if (process_shared_preload_libraries_in_progress) {
+    DefineCustomIntVariable(
+        "dlock.stats_max", "Most lease names dlock.stats keeps.",
+        "When full, the least used names give way; their counts stay in "
+        "dlock.stats_totals.",
+        &stats_max, 5000, 100, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr,
+        nullptr);
+  }
   MarkGUCPrefixReserved("dlock");
 }
 

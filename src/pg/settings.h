@@ -1,5 +1,5 @@
-// dlock's settings (GUCs): dlock.max_ttl, dlock.log_grants and
-// dlock.notify_lease_ends.
+// dlock's settings (GUCs): dlock.max_ttl, dlock.log_grants,
+// dlock.notify_lease_ends, dlock.track_stats and dlock.stats_max.
 #pragma once
 
 #include "pg_headers.h"
@@ -18,5 +18,11 @@ extern bool log_grants;
 // dlock.notify_lease_ends: NOTIFY dlock_lease_ended when a grant ends
 // other than by its holder's own release (see lease_ended.h).
 extern bool notify_lease_ends;
+
+// dlock.track_stats: count lease events in dlock.stats (see stats.h).
+extern bool track_stats;
+
+// dlock.stats_max: how many lease names dlock.stats keeps (set at start).
+extern int stats_max;
 
 }  // namespace dlock::pg

@@ -1,0 +1,74 @@
+#include "lease_stats.h"
+
+#include <algorithm>
+
+namespace dlock {
+
+namespace {
+
+void add_time(Micros& total, Micros& max, Micros time) {
+  time = std::max<Micros>(time, 0);
+  total = saturated_sum(total, time);
+  max = std::max(max, time);
+}
+
+}  // namespace
+
+void record(LeaseCounters& c, LeaseEvent event, Micros time) {
+  c.usage += 1;
+  switch (event) {
+    case LeaseEvent::grant:
+      ++c.grants;
+      return;
+    case LeaseEvent::takeover:
+      ++c.takeovers;
+      add_time(c.total_hold, c.max_hold, time);
+      return;
+    case LeaseEvent::busy:
+      ++c.busy;
+      return;
+    case LeaseEvent::wait_started:
+      ++c.waits;
+      return;
+    case LeaseEvent::wait_granted:
+      add_time(c.total_wait, c.max_wait, time);
+      return;
+    case LeaseEvent::wait_timed_out:
+      ++c.wait_timeouts;
+      add_time(c.total_wait, c.max_wait, time);
+      return;
+    case LeaseEvent::release:
+      ++c.releases;
+      add_time(c.total_hold, c.max_hold, time);
+      return;
+    case LeaseEvent::force_release:
+      ++c.force_releases;
+      add_time(c.total_hold, c.max_hold, time);
+      return;
+    case LeaseEvent::renew_failure:
+      ++c.renew_failures;
+      return;
+  }
+}
+
+void merge(LeaseCounters& into, const LeaseCounters& from) {
+  into.grants += from.grants;
+  into.busy += from.busy;
+  into.waits += from.waits;
+  into.wait_timeouts += from.wait_timeouts;
+  into.total_wait = saturated_sum(into.total_wait, from.total_wait);
+  into.max_wait = std::max(into.max_wait, from.max_wait);
+  into.takeovers += from.takeovers;
+  into.force_releases += from.force_releases;
+  into.renew_failures += from.renew_failures;
+  into.releases += from.releases;
+  into.total_hold = saturated_sum(into.total_hold, from.total_hold);
+  into.max_hold = std::max(into.max_hold, from.max_hold);
+  into.usage += from.usage;
+}
+
+std::size_t names_to_evict(std::size_t entries) {
+  return std::max<std::size_t>(1, entries / 20);
+}
+
+}  // namespace dlock

@@ -1,0 +1,21 @@
+// dlock.stats: each lease name's counters (src/core/lease_stats.h) in
+// shared memory, for at most dlock.stats_max names. The memory exists only
+// when dlock is in shared_preload_libraries; otherwise nothing is counted
+// and dlock.stats_status() says why. Counting is not transactional: a
+// grant whose transaction rolls back has been counted (as in
+// pg_stat_statements).
+#pragma once
+
+#include "pg_headers.h"
+
+namespace dlock::pg {
+
+// Asks for the shared memory and sets it up at start; called by _PG_init()
+// while shared_preload_libraries are being loaded.
+void request_stats_memory();
+
+// Counts `event` of lease `name` (`time` as record() reads it), if
+// statistics are on.
+void count_event(const char* name, dlock::LeaseEvent event, Micros time = 0);
+
+}  // namespace dlock::pg

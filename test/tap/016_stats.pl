@@ -1,0 +1,112 @@
+# dlock.stats across the server's life: without dlock in
+# shared_preload_libraries nothing is counted and everything else works;
+# preloaded, counts from many concurrent sessions are exact, a full table
+# of names evicts the least used while the totals keep their counts, and a
+# restart starts from zero.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;    # DlockTest.pm sits next to the tests
+use DlockTest;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# Not preloaded: statistics off, said why, the views empty; leases work.
+my $plain = new_node('plain');
+create_dlock($plain);
+is($plain->safe_psql('postgres', 'SELECT dlock.stats_status()'),
+	'off: dlock is not in shared_preload_libraries',
+	'not preloaded: stats_status says why nothing is counted');
+is($plain->safe_psql('postgres',
+		q{SELECT token FROM dlock.try_acquire('p', '1 min', 'w')}),
+	'1', 'not preloaded: leases are granted');
+is($plain->safe_psql('postgres',
+		'SELECT (SELECT count(*) FROM dlock.stats) || '
+		  . q{'/' || (SELECT count(*) FROM dlock.stats_totals)}),
+	'0/0', 'not preloaded: dlock.stats and dlock.stats_totals are empty');
+is($plain->safe_psql('postgres', 'SELECT dlock.stats_reset()'),
+	'', 'not preloaded: stats_reset has nothing to do');
+$plain->stop;
+
+my $node = new_node('stats',
+	conf => "shared_preload_libraries = 'dlock'\ndlock.stats_max = 100\n");
+create_dlock($node);
+is($node->safe_psql('postgres', 'SELECT dlock.stats_status()'),
+	'on', 'preloaded: statistics are on');
+
+# Eight sessions race for four names, 250 calls each; every answer is
+# logged, and the counters must equal the log exactly.
+$node->safe_psql('postgres',
+	'CREATE TABLE outcome (name text, token bigint, released boolean)');
+$node->pgbench(
+	'--no-vacuum --client=8 --jobs=4 --transactions=250',
+	0,
+	[qr{processed: 2000/2000}],
+	[qr{^$}],
+	'eight sessions cycle four leases',
+	{
+		'cycle' => q{
+\set n random(1, 4)
+INSERT INTO outcome (name, token, released)
+SELECT g.name, g.token, g.token IS NOT NULL AND dlock.release(g.name, g.token)
+  FROM (SELECT 'race-' || :n AS name,
+               (dlock.try_acquire('race-' || :n, '1 min')).token) AS g;
+}
+	});
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) FILTER (WHERE o.name IS NULL OR s.name IS NULL
+                          OR s.grants <> o.grants OR s.busy <> o.busy
+                          OR s.releases <> o.releases OR s.holders <> 0)
+  FROM dlock.stats AS s
+  FULL JOIN (SELECT name, count(token) AS grants, count(*) - count(token) AS busy,
+                    count(*) FILTER (WHERE released) AS releases
+               FROM outcome GROUP BY name) AS o USING (name)}),
+	'0',
+	'each name counts exactly the grants, busy answers and releases logged');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT t.grants = o.grants AND t.busy = o.busy AND t.releases = o.releases
+       AND t.grants + t.busy = 2000 AND t.names = 4
+  FROM dlock.stats_totals AS t,
+       (SELECT count(token) AS grants, count(*) - count(token) AS busy,
+               count(*) FILTER (WHERE released) AS releases FROM outcome) AS o}),
+	't', 'the totals equal the log');
+
+# A table of at most 100 names. One name much used first; then 150 names
+# with a grant and a release each. A new name that finds the table full
+# makes room by evicting the least used twentieth (5 names): cold-100
+# does, then every fifth name after it, 11 times in all, leaving 96
+# names, the much-used one among them; the totals still count every grant.
+$node->safe_psql('postgres', q{
+SELECT dlock.stats_reset();
+SELECT dlock.try_acquire('hot', '1 min', 'w' || i) FROM generate_series(1, 50) AS i;
+});
+for my $i (1 .. 150)
+{
+	$node->safe_psql('postgres',
+		qq{SELECT dlock.release('cold-$i', token) FROM dlock.try_acquire('cold-$i', '1 min', 'w')});
+}
+is( $node->safe_psql(
+		'postgres',
+		'SELECT names, max_names, evictions, grants, busy, releases FROM dlock.stats_totals'),
+	'96|100|55|151|49|150',
+	'a full table evicts the least used names; the totals keep their counts');
+is( $node->safe_psql(
+		'postgres', q{SELECT grants, busy, holders FROM dlock.stats WHERE name = 'hot'}),
+	'1|49|1', 'the much-used name stays');
+is( $node->safe_psql(
+		'postgres', q{SELECT count(*) FROM dlock.stats WHERE name LIKE 'cold-%'}),
+	'95', 'the least used names gave way');
+
+# Shared memory does not outlive the server.
+my $before = $node->safe_psql('postgres', 'SELECT stats_reset FROM dlock.stats_totals');
+$node->restart;
+is( $node->safe_psql(
+		'postgres', qq{
+SELECT grants, names, evictions, holders, stats_reset > '$before'
+  FROM dlock.stats_totals}),
+	'0|0|0|1|t', 'a restart starts the counters from zero; held leases stay held');
+
+$node->stop;
+done_testing();
