@@ -20,7 +20,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ROUNDS=${BENCH_ROUNDS:-9}
 RUN_SECONDS=${BENCH_SECONDS:-3}
 WARMUP_SECONDS=1
-read -r -a VARIANTS <<<"${BENCH_VARIANTS:-dlock table advisory}"
+# nostats: dlock's scripts with dlock.track_stats off (what statistics cost).
+read -r -a VARIANTS <<<"${BENCH_VARIANTS:-dlock nostats table advisory}"
 # workload:clients
 read -r -a CONFIGS <<<"${BENCH_CONFIGS:-cycle:1 cycle:4 cycle:16 contended:16 waiting:16}"
 REPORT_NAME=${BENCH_REPORT:-latest}
@@ -34,9 +35,10 @@ ensure_packages
 build_and_install
 
 # pg_stat_statements counts how many attempts won (the release statement
-# runs only after a grant); it costs every variant the same.
+# runs only after a grant); it costs every variant the same. dlock is
+# preloaded, so dlock.stats counts (except in the nostats variant).
 start_bench_cluster \
-  "shared_preload_libraries = 'pg_stat_statements'" \
+  "shared_preload_libraries = 'pg_stat_statements, dlock'" \
   "pg_stat_statements.track = top"
 
 WORK=$(mktemp -d /tmp/dlock-bench.XXXXXX)
@@ -63,14 +65,17 @@ RUN_TAG=0
 # transaction cut off at the end of a run cannot block a later one.
 run_pgbench() {
   local variant=$1 workload=$2 clients=$3 secs=$4 prefix=$5
-  local script="$BENCH_DIR/${variant}_${workload}.sql"
+  local script="$BENCH_DIR/${variant}_${workload}.sql" options=""
+  if [ "$variant" = nostats ]; then
+    script="$BENCH_DIR/dlock_${workload}.sql" options="-c dlock.track_stats=off"
+  fi
   # A table cannot wait for a row: its clients keep trying instead.
   [ "$variant.$workload" = table.waiting ] && script="$BENCH_DIR/table_contended.sql"
   local jobs=$((clients < 2 ? clients : 2))
   local out="$WORK/pgbench.out" rc=0
   RUN_TAG=$((RUN_TAG + 1))
   sql "SELECT pg_stat_statements_reset()" >/dev/null
-  pgbench -n -M prepared -c "$clients" -j "$jobs" -T "$secs" \
+  PGOPTIONS="$options" pgbench -n -M prepared -c "$clients" -j "$jobs" -T "$secs" \
     -D tag="$RUN_TAG" -f "$script" -l --log-prefix="$prefix" \
     >"$out" 2>&1 || rc=$?
   if [ "$rc" != 0 ]; then
@@ -186,6 +191,7 @@ REPORT="$WORK/report.txt"
   echo "            rate in attempts/s, grants/s = attempts that won"
   echo "waiting   = all clients wait for one lease (dlock.acquire, pg_advisory_lock) and release it at"
   echo "            once; the table cannot wait, so its clients keep trying as in contended"
+  echo "nostats   = dlock with dlock.track_stats = off (dlock counts its statistics in shared memory)"
   echo "rate: median of the rounds (min..max); latency per pgbench transaction over all rounds;"
   echo "x table: rate / the hand-written table's rate at the same workload and clients, in the"
   echo "         same round (they ran seconds apart); median over the rounds; grants x table: the"
