@@ -1,6 +1,7 @@
 # Set-up and helpers shared by dlock's TAP tests: nodes, dlock with the
 # tables the tests write, grants, SQLSTATEs, unflushed WAL, clients in the
-# background, waiters in acquire's queue and PgBouncer.
+# background, waiters in acquire's queue, PgBouncer, pg_cron's job runs and
+# Prometheus's PostgreSQL exporter.
 package DlockTest;
 
 use strict;
@@ -9,6 +10,7 @@ use Cwd;
 use Exporter 'import';
 use File::Basename;
 use File::Spec;
+use HTTP::Tiny;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -21,6 +23,8 @@ our @EXPORT = qw(
   start_client finish_client wait_queued
   start_pgbouncer stop_pgbouncer pgbouncer_show
   new_faketime_node set_clock_offset clock_skew lease_columns
+  readme_section cron_run
+  start_exporter scrape stop_exporter
 );
 
 # The first token issued on a new history (a promoted standby, a
@@ -346,6 +350,106 @@ sub lease_columns
 	my $select = join(q{ || '|' || }, @columns);
 	return $node->safe_psql('postgres',
 		"SELECT $select FROM dlock.leases WHERE name = '$name'");
+}
+
+# The text of README.md's section "## $title", up to the next "## "
+# heading. The test command copies README.md next to the tests' directory.
+sub readme_section
+{
+	my ($title) = @_;
+	my $readme = PostgreSQL::Test::Utils::slurp_file(
+		File::Basename::dirname(Cwd::abs_path($0)) . '/../README.md');
+	my ($section) = $readme =~ /^## \Q$title\E\n(.*?)(?=^## |\z)/ms
+	  or die "README.md has no section \"## $title\"";
+	return $section;
+}
+
+# The first finished run of pg_cron's job $job on $node (pg_cron's tables
+# in database postgres) as "status|return_message", once there is one:
+# pg_cron starts jobs on the minute, so this waits up to a minute and a bit.
+sub cron_run
+{
+	my ($node, $job) = @_;
+	my $run = poll_until(sub {
+		$node->safe_psql('postgres', qq{
+			SELECT d.status || '|' || d.return_message
+			  FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)
+			 WHERE j.jobname = '$job' AND d.status IN ('succeeded', 'failed')
+			 ORDER BY d.runid LIMIT 1});
+	});
+	die "pg_cron's job $job never finished a run" unless $run;
+	return $run;
+}
+
+# Exporters still running, stopped when the test exits.
+my @exporters;
+END { $_->kill_kill for grep { $_->pumpable } @exporters; }
+
+# prometheus-postgres-exporter (Debian's) for database postgres of $node,
+# connected through its unix socket as $role, with the queries file
+# $queries and none of its own metrics, serving /metrics on 127.0.0.1 and
+# a free port. Once it answers, returns a hash: url (of /metrics), handle
+# (its IPC::Run handle) and log (a reference to its output).
+sub start_exporter
+{
+	my ($node, $role, $queries) = @_;
+	my ($exporter) = grep { -x $_ } map { "$_/prometheus-postgres-exporter" }
+	  File::Spec->path, '/usr/bin';
+	die 'prometheus-postgres-exporter is not installed (Debian package of that name)'
+	  unless $exporter;
+	my $port = PostgreSQL::Test::Cluster::get_free_port();
+	my $log = '';
+	local $ENV{DATA_SOURCE_NAME} = 'host=' . $node->host . ' port=' . $node->port
+	  . " user=$role dbname=postgres sslmode=disable";
+	my $h = IPC::Run::start(
+		[ $exporter, "--web.listen-address=127.0.0.1:$port",
+		  "--extend.query-path=$queries", '--disable-default-metrics',
+		  '--disable-settings-metrics', '--no-collector.database',
+		  '--no-collector.bgwriter' ],
+		'>&', \$log);
+	push @exporters, $h;
+	my %exporter = (url => "http://127.0.0.1:$port/metrics", handle => $h, log => \$log);
+	my $ready = poll_until(sub {
+		return 1 if HTTP::Tiny->new->get($exporter{url})->{success};
+		$h->pump_nb;    # reads its output, so that an exit is seen
+		die "the exporter exited:\n$log" unless $h->pumpable;
+		return 0;
+	});
+	die "the exporter did not answer:\n$log" unless $ready;
+	return \%exporter;
+}
+
+# One scrape of the exporter: a hash from each sample's name and labels,
+# as in the exposition format but without the server label the exporter
+# adds (e.g. 'dlock_lease_holders{name="job"}'), to its value.
+sub scrape
+{
+	my ($exporter) = @_;
+	my $response = HTTP::Tiny->new->get($exporter->{url});
+	die "scrape failed: $response->{status} $response->{reason}"
+	  unless $response->{success};
+	my %samples;
+	for (split /\n/, $response->{content})
+	{
+		next if /^#/;
+		my ($series, $value) = /^(.+) (\S+)$/ or die "not a sample: $_";
+		if (my ($name, $labels) = $series =~ /^(\w+)\{(.*)\}$/)
+		{
+			my @kept = grep { !/^server=/ } $labels =~ /(\w+="(?:[^"\\]|\\.)*")/g;
+			$series = @kept ? "$name\{" . join(',', @kept) . '}' : $name;
+		}
+		$samples{$series} = $value;
+	}
+	return \%samples;
+}
+
+# Stops an exporter start_exporter started; its output.
+sub stop_exporter
+{
+	my ($exporter) = @_;
+	$exporter->{handle}->signal('TERM');
+	$exporter->{handle}->finish;
+	return ${ $exporter->{log} };
 }
 
 1;
