@@ -5,6 +5,8 @@
 #   make DLOCK_TESTING=1      also build the test-only boundary functions
 #   make SANITIZE=address,undefined
 #                             build with those sanitizers (scripts/sanitize.sh)
+#   make dist                 dlock-VERSION.zip for PGXN, from the committed tree
+#   make print-version        the version (dlock.control's default_version)
 EXTENSION = dlock
 MODULE_big = dlock
 DATA = $(wildcard extension/dlock--*.sql)
@@ -55,3 +57,24 @@ FORCE:
 .PHONY: FORCE
 $(OBJS): $(wildcard src/core/*.h src/pg/*.h) .build-flags
 EXTRA_CLEAN = .build-flags
+
+# The version's one home is dlock.control's default_version; META.json and
+# debian/changelog must say the same (make dist and debian/rules check).
+DLOCK_VERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" dlock.control)
+DIST = dlock-$(DLOCK_VERSION)
+print-version:
+	@echo '$(DLOCK_VERSION)'
+
+# The PGXN distribution: the committed tree (git archive, so no build
+# artefact gets in) under one directory dlock-VERSION/, its META.json checked
+# against the PGXN Meta Spec and dlock.control's version.
+dist:
+	@git diff --quiet HEAD -- dlock.control META.json || { \
+	  echo 'make dist: commit dlock.control and META.json first: the zip holds the committed tree' >&2; exit 1; }
+	@rm -rf $(DIST).zip $(DIST).check
+	git archive --format=zip --prefix=$(DIST)/ -o $(DIST).zip HEAD
+	@python3 -m zipfile -e $(DIST).zip $(DIST).check && \
+	  python3 scripts/check-meta.py META.json '$(DLOCK_VERSION)' $(DIST).check/$(DIST); \
+	  rc=$$?; rm -rf $(DIST).check; [ $$rc = 0 ] || { rm -f $(DIST).zip; exit 1; }
+.PHONY: dist print-version
+EXTRA_CLEAN += $(DIST).zip
