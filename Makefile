@@ -40,6 +40,14 @@ endif
 ISOLATION = try_acquire_race takeover uncommitted_grant acquire_wait acquire_queue repeatable_read fenced_update assert_held fence_race advisory_waits lease_admin row_changed reinstall epoch_switch protect_locks lease_ended shared_leases semaphore_waits multi_leases
 ISOLATION_OPTS = --inputdir=test/isolation
 
+# The version's one home is dlock.control's default_version; META.json and
+# debian/changelog must say the same (make dist and debian/rules check).
+DLOCK_VERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" dlock.control)
+DIST = dlock-$(DLOCK_VERSION)
+
+# Before the include: PGXS's clean rule reads it there.
+EXTRA_CLEAN = .build-flags $(DIST).zip
+
 # PGXS would also compile every .cpp to LLVM bitcode with clang, dropping
 # -std=c++17; dlock has nothing to gain from JIT inlining.
 override with_llvm := no
@@ -56,12 +64,8 @@ BUILD_FLAGS := DLOCK_TESTING=$(DLOCK_TESTING) WERROR=$(WERROR) SANITIZE=$(SANITI
 FORCE:
 .PHONY: FORCE
 $(OBJS): $(wildcard src/core/*.h src/pg/*.h) .build-flags
-EXTRA_CLEAN = .build-flags
 
-# The version's one home is dlock.control's default_version; META.json and
-# debian/changelog must say the same (make dist and debian/rules check).
-DLOCK_VERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" dlock.control)
-DIST = dlock-$(DLOCK_VERSION)
+# For debian/rules and the tests: the version, from its one home.
 print-version:
 	@echo '$(DLOCK_VERSION)'
 
@@ -77,4 +81,3 @@ dist:
 	  python3 scripts/check-meta.py META.json '$(DLOCK_VERSION)' $(DIST).check/$(DIST); \
 	  rc=$$?; rm -rf $(DIST).check; [ $$rc = 0 ] || { rm -f $(DIST).zip; exit 1; }
 .PHONY: dist print-version
-EXTRA_CLEAN += $(DIST).zip
