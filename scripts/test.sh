@@ -2,16 +2,28 @@
 # Runs every dlock test suite on a fresh throwaway cluster: the static
 # checks, pg_regress and isolation specs, GoogleTest unit tests and libpq
 # stress tests, and the TAP tests (crash and restart, each on clusters of
-# their own); then the failure runs in their short forms, each with
-# servers of its own: the fault soak, failovers under Patroni, sqlsmith,
-# the libFuzzer target and the sanitizer build. Everything is compiled
+# their own) and the client examples; then the failure runs in their short
+# forms, each with servers of its own: the fault soak, failovers under
+# Patroni, sqlsmith, the libFuzzer target and the sanitizer build; last, the
+# packages, built, installed, used and purged. Everything is compiled
 # with warnings as errors.
 # Usage: bash scripts/test.sh   (as root, or as a user with sudo)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # The failure runs' programs: Patroni and etcd (failover), curl (Patroni's
-# REST API), sqlsmith, and clang with its sanitizer and libFuzzer runtimes.
-ensure_packages patroni etcd-server curl sqlsmith clang libclang-rt-14-dev
+# REST API), sqlsmith, and clang with its sanitizer and libFuzzer runtimes;
+# pg_cron and the Prometheus exporter (TAP); what the client examples run
+# on; the package build's tools.
+ensure_packages patroni etcd-server curl sqlsmith clang libclang-rt-14-dev \
+  postgresql-15-cron prometheus-postgres-exporter python3-psycopg2 \
+  debhelper postgresql-server-dev-all python3
+# Node.js and npm, unless a Node.js with its own npm is installed already.
+command -v npm >/dev/null || ensure_packages nodejs npm
+# On a machine with systemd, the exporter's package starts a service on all
+# interfaces; the tests start their own exporter on loopback.
+if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+  as_root systemctl disable --now prometheus-postgres-exporter >/dev/null 2>&1 || true
+fi
 build_and_install DLOCK_TESTING=1 WERROR=1
 build_client -DDLOCK_WERROR=ON
 start_cluster
@@ -64,7 +76,8 @@ tap() {
   local dir
   dir=$(mktemp -d /tmp/dlock-tap.XXXXXX)
   cp -r "$DLOCK_ROOT/test/tap" "$dir/t"
-  cp "$DLOCK_ROOT/README.md" "$dir/README.md"  # 007 runs its quickstart
+  cp "$DLOCK_ROOT/README.md" "$dir/README.md"  # 007 runs its quickstart, 014 its recipe
+  cp -r "$DLOCK_ROOT/monitoring" "$dir/monitoring"  # 015 serves its queries file
   # 009 runs the CMake build's pooler stress program (the googletest suite
   # builds it); without it, 009 fails and says so.
   if [ -x "$DLOCK_ROOT/build/dlock_pooler_stress" ]; then
@@ -88,6 +101,7 @@ suite "pg_regress + isolation" regress
 suite "googletest (unit + libpq stress)" googletest
 suite "installed client library" installed_client
 suite "tap" tap
+suite "client examples (psql, Python, Node.js, C++)" bash "$DLOCK_ROOT/examples/run.sh"
 # The failure runs, short; README.md (Development) gives the long forms.
 suite "fault soak" bash "$DLOCK_ROOT/test/soak/run.sh"
 suite "failover (Patroni, etcd)" bash "$DLOCK_ROOT/test/failover/run.sh"
@@ -96,6 +110,9 @@ suite "libFuzzer (src/core)" bash "$DLOCK_ROOT/test/fuzz/run.sh" 60
 # Last: it rebuilds the extension with the sanitizers (in a copy of the
 # server's installation of its own).
 suite "ASan + UBSan (regress, isolation)" bash "$DLOCK_ROOT/scripts/sanitize.sh"
+# Alone, after everything else that uses the system's PostgreSQL: it
+# installs the packages there, then puts back the files they replaced.
+suite "packages (PGXN zip, Debian)" bash "$DLOCK_ROOT/test/packaging/run.sh"
 
 if [ "$failed" -gt 0 ]; then
   log "failed suites:$failed_names"
