@@ -635,8 +635,9 @@ GRANT SELECT ON dlock.leases, dlock.advisory_locks, dlock.lock_waits TO PUBLIC;
 
 -- ------------------------------------------------------------ statistics
 
--- Counters in shared memory, kept when dlock is in shared_preload_libraries
--- (see dlock.stats_status()); lost at a server restart, not transactional.
+-- Counters in shared memory, per database and lease name, kept when dlock
+-- is in shared_preload_libraries (see dlock.stats_status()); lost at a
+-- server restart, not transactional.
 CREATE FUNCTION dlock.stats_status()
 RETURNS text
 AS 'MODULE_PATHNAME', 'dlock_stats_status'
@@ -655,7 +656,7 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dlock_lease_stats'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION dlock.lease_stats() IS
-    'The counters of each lease name counted, for dlock.stats (times in milliseconds); no rows while statistics are off.';
+    'The counters of each lease name of this database counted, for dlock.stats (times in milliseconds); no rows unless dlock is in shared_preload_libraries.';
 
 CREATE FUNCTION dlock.lease_stats_totals(
     OUT grants bigint, OUT busy bigint, OUT waits bigint,
@@ -669,14 +670,14 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dlock_lease_stats_totals'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION dlock.lease_stats_totals() IS
-    'The counters over every name since the last reset, evicted names included, for dlock.stats_totals; no row while statistics are off.';
+    'The counters over every name of this database since its last reset, evicted names included, for dlock.stats_totals; no row unless dlock is in shared_preload_libraries.';
 
 CREATE FUNCTION dlock.stats_reset()
 RETURNS void
 AS 'MODULE_PATHNAME', 'dlock_stats_reset'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION dlock.stats_reset() IS
-    'Forgets every counter of dlock.stats and dlock.stats_totals (administrators).';
+    'Forgets every counter of dlock.stats and dlock.stats_totals in this database (administrators).';
 REVOKE ALL ON FUNCTION dlock.stats_reset() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dlock.stats_reset() TO dlock_admin;
 
@@ -704,7 +705,7 @@ SELECT s.name, s.grants, s.busy, s.waits, s.wait_timeouts,
   FROM dlock.lease_stats() AS s
   LEFT JOIN dlock.held_grants AS h ON h.name OPERATOR(pg_catalog.=) s.name;
 COMMENT ON VIEW dlock.stats IS
-    'One row per lease name counted (at most dlock.stats_max, the least used evicted): grants, busy answers, waits and their time, takeovers, force-releases, failed renewals, releases and hold time (milliseconds), held grants now, and since when. Empty while statistics are off (dlock.stats_status()).';
+    'One row per lease name of this database counted (the least used evicted when dlock.stats_max is reached): grants, busy answers, waits and their time, takeovers, force-releases, refused renewals, releases and hold time (milliseconds), held grants now, and since when. Empty unless dlock is in shared_preload_libraries (dlock.stats_status()).';
 
 CREATE VIEW dlock.stats_totals WITH (security_invoker = true) AS
 SELECT t.grants, t.busy, t.waits, t.wait_timeouts,
@@ -715,6 +716,6 @@ SELECT t.grants, t.busy, t.waits, t.wait_timeouts,
        t.names, t.max_names, t.evictions, t.stats_reset
   FROM dlock.lease_stats_totals() AS t;
 COMMENT ON VIEW dlock.stats_totals IS
-    'One row: dlock.stats'' counters over every name since the last reset, evicted names included; held grants now, names counted, dlock.stats_max, evictions and when the counters were reset. Empty while statistics are off (dlock.stats_status()).';
+    'One row: dlock.stats'' counters over every name of this database since its last reset, evicted names included; held grants now, names counted, dlock.stats_max, evictions and when the counters were reset. Empty unless dlock is in shared_preload_libraries (dlock.stats_status()).';
 
 GRANT SELECT ON dlock.held_grants, dlock.stats, dlock.stats_totals TO PUBLIC;

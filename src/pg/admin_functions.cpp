@@ -171,8 +171,9 @@ DLOCK_FUNCTION(dlock_force_release) {
         is_lease ? lease_unreleased[i] : holder_unreleased[i - n_leases];
     if (unreleased) {
       notify_force_released(name, ended.token, reason);
+      // Held until now, or until it expired if that came first.
       count_event(name, dlock::LeaseEvent::force_release,
-                  now - ended.acquired_at);
+                  std::min(now, ended.expires_at) - ended.acquired_at);
     }
     ereport(
         log_grants ? LOG : DEBUG1,

@@ -41,16 +41,19 @@ void define_settings() {
       "dlock.track_stats", "Counts grants, waits and releases in dlock.stats.",
       "Needs dlock in shared_preload_libraries.", &track_stats, true, PGC_SUSET,
       0, nullptr, nullptr, nullptr);
-  // A server-start setting can be defined only while the server starts:
-  // it exists when dlock is preloaded, as do the statistics it sizes.
-  if (process_shared_preload_libraries_in_progress) {
-    DefineCustomIntVariable(
-        "dlock.stats_max", "Most lease names dlock.stats keeps.",
-        "When full, the least used names give way; their counts stay in "
-        "dlock.stats_totals.",
-        &stats_max, 5000, 100, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr,
-        nullptr);
-  }
+  // A server-start setting can be defined only while the server starts.
+  // Loaded later (not preloaded), dlock counts nothing and the setting is
+  // only read, so that a line left in postgresql.conf is not refused.
+  DefineCustomIntVariable(
+      "dlock.stats_max",
+      "Most entries dlock.stats keeps: one per lease name of each database, "
+      "and one per database.",
+      "When full, the least used names give way; their counts stay in "
+      "dlock.stats_totals.",
+      &stats_max, 5000, 100, 1000000,
+      process_shared_preload_libraries_in_progress ? PGC_POSTMASTER
+                                                   : PGC_SIGHUP,
+      0, nullptr, nullptr, nullptr);
   MarkGUCPrefixReserved("dlock");
 }
 

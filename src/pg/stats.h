@@ -1,5 +1,6 @@
-// dlock.stats: each lease name's counters (src/core/lease_stats.h) in
-// shared memory, for at most dlock.stats_max names. The memory exists only
+// dlock.stats: the counters (src/core/lease_stats.h) of each lease name of
+// each database in shared memory, at most dlock.stats_max entries; each
+// database sees and resets its own. The memory exists only
 // when dlock is in shared_preload_libraries; otherwise nothing is counted
 // and dlock.stats_status() says why. Counting is not transactional: a
 // grant whose transaction rolls back has been counted (as in

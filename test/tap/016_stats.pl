@@ -12,11 +12,15 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 # Not preloaded: statistics off, said why, the views empty; leases work.
-my $plain = new_node('plain');
+# A dlock.stats_max line left in postgresql.conf is read without a warning.
+my $plain = new_node('plain', conf => "dlock.stats_max = 200\n");
 create_dlock($plain);
-is($plain->safe_psql('postgres', 'SELECT dlock.stats_status()'),
-	'off: dlock is not in shared_preload_libraries',
+my ($status, $stderr);
+$plain->psql('postgres', 'SELECT dlock.stats_status()',
+	stdout => \$status, stderr => \$stderr);
+is($status, 'off: dlock is not in shared_preload_libraries',
 	'not preloaded: stats_status says why nothing is counted');
+is($stderr, '', 'not preloaded: a dlock.stats_max line draws no warning');
 is($plain->safe_psql('postgres',
 		q{SELECT token FROM dlock.try_acquire('p', '1 min', 'w')}),
 	'1', 'not preloaded: leases are granted');
@@ -73,11 +77,12 @@ SELECT t.grants = o.grants AND t.busy = o.busy AND t.releases = o.releases
                count(*) FILTER (WHERE released) AS releases FROM outcome) AS o}),
 	't', 'the totals equal the log');
 
-# A table of at most 100 names. One name much used first; then 150 names
-# with a grant and a release each. A new name that finds the table full
-# makes room by evicting the least used twentieth (5 names): cold-100
-# does, then every fifth name after it, 11 times in all, leaving 96
-# names, the much-used one among them; the totals still count every grant.
+# A table of at most 100 entries: the database's own and one per name. One
+# name much used first; then 150 names with a grant and a release each. A
+# new name that finds the table full makes room by evicting the least used
+# twentieth of 100 (5 names): cold-99 does, then every fifth name after it,
+# 11 times in all, leaving 96 names, the much-used one among them; the
+# totals still count every grant.
 $node->safe_psql('postgres', q{
 SELECT dlock.stats_reset();
 SELECT dlock.try_acquire('hot', '1 min', 'w' || i) FROM generate_series(1, 50) AS i;
@@ -98,6 +103,34 @@ is( $node->safe_psql(
 is( $node->safe_psql(
 		'postgres', q{SELECT count(*) FROM dlock.stats WHERE name LIKE 'cold-%'}),
 	'95', 'the least used names gave way');
+
+# Each database counts its own names: the same name in two databases is
+# two names, neither database sees the other's, and a reset forgets only
+# its own database's counters.
+$node->safe_psql('postgres', 'CREATE DATABASE other');
+$node->safe_psql('other', q{
+CREATE EXTENSION dlock;
+SELECT dlock.release('hot', token) FROM dlock.try_acquire('hot', '1 min', 'w');
+SELECT dlock.try_acquire('only-in-other', '1 min', 'w');
+});
+is( $node->safe_psql(
+		'other', q{SELECT string_agg(name || ':' || grants || ':' || holders, ',' ORDER BY name)
+  FROM dlock.stats}),
+	'hot:1:0,only-in-other:1:1',
+	'another database sees only its own names');
+is( $node->safe_psql(
+		'other', 'SELECT grants, releases, holders, names, evictions FROM dlock.stats_totals'),
+	'2|1|1|2|0', "another database's totals are its own");
+is( $node->safe_psql(
+		'postgres', q{SELECT grants, busy, holders FROM dlock.stats WHERE name = 'hot'}),
+	'1|49|1', "a name of the same name in another database is another name");
+$node->safe_psql('other', 'SELECT dlock.stats_reset()');
+is( $node->safe_psql(
+		'postgres',
+		'SELECT names, evictions, grants FROM dlock.stats_totals'),
+	'96|55|151', "a reset in another database leaves this one's counters");
+is($node->safe_psql('other', 'SELECT grants, names FROM dlock.stats_totals'),
+	'0|0', 'the reset forgot its own database\'s counters');
 
 # Shared memory does not outlive the server.
 my $before = $node->safe_psql('postgres', 'SELECT stats_reset FROM dlock.stats_totals');
