@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs the client examples (psql, Python, Node.js, C++) on a throwaway
-# cluster, each in four scenarios, each scenario in a fresh database:
-#   happy the job takes the lease, writes the report, renews, releases;
-#   busy  another worker holds the lease: the job says so and writes nothing;
-#   lost  the lease is force-released while the job waits in its work (on a
-#         lock this script holds on sales): the job stops, writes nothing more;
-#   taken as lost, and another worker takes the lease and writes the row.
+# cluster, each in six scenarios, each scenario in a fresh database:
+#   happy    the job takes the lease, writes the report, renews, releases;
+#   busy     another worker holds the lease: the job says so, writes nothing;
+#   lost     the lease is force-released while the job waits in its work (on
+#            a lock this script holds on sales): it stops, writes nothing more;
+#   taken    as lost, and another worker takes the lease and writes the row;
+#   missing  the report row is deleted first: the job's write updates no row,
+#            so it releases the lease, says so and writes nothing more;
+#   vanished as missing, the row deleted while the job waits in its work.
 # Each checks the job's exit status and stdout exactly, and the report row
 # and the lease afterwards. dlock must be installed as scripts/test.sh
 # installs it: the extension into PG_BIN's PostgreSQL, the client library
@@ -42,9 +45,11 @@ job() {
 }
 
 # The exit status each outcome gives: psql cannot choose its own, so busy
-# ends normally (its stdout says so) and lost is ON_ERROR_STOP's 3.
+# ends normally (its stdout says so), and lost and missing are
+# ON_ERROR_STOP's 3 (its error says which).
 busy_status() { if [ "$1" = psql ]; then echo 0; else echo 75; fi; }
 lost_status() { if [ "$1" = psql ]; then echo 3; else echo 76; fi; }
+missing_status() { if [ "$1" = psql ]; then echo 3; else echo 1; fi; }
 
 sql() { psql -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
 
@@ -116,9 +121,10 @@ scenario_busy() {
   check "lease" "1|other-worker" "$(sql "SELECT token, owner FROM dlock.get('nightly-report')")"
 }
 
-# Runs LANGUAGE's job while this script holds sales locked, so the job's
-# work (its sum of sales) waits; once it waits, runs TAKE_AWAY (SQL) and
-# lets the job go on. Sets status, out and err.
+# run_job_losing LANGUAGE SQL EXPECTED: runs LANGUAGE's job while this
+# script holds sales locked, so the job's work (its sum of sales) waits;
+# once it waits, runs SQL, checks that it printed EXPECTED, and lets the job
+# go on. Sets status, out and err.
 run_job_losing() {
   local this_db="database = (SELECT oid FROM pg_database WHERE datname = current_database())
     AND relation = 'sales'::regclass"
@@ -131,7 +137,7 @@ run_job_losing() {
   local job_pid=$!
   # Waiting for sales, the job has its grant and has written and renewed.
   wait_until "SELECT EXISTS (SELECT FROM pg_locks WHERE $this_db AND NOT granted)" "$job_pid"
-  check "taking the lease away" "$3" "$(sql "$2")"
+  check "what happens while the job waits" "$3" "$(sql "$2")"
   echo "COMMIT;" >&"$locker_in"
   exec {locker_in}>&-
   wait "$locker_pid" || true
@@ -189,10 +195,50 @@ scenario_taken() {
     FROM dlock.leases WHERE name = 'nightly-report'")"
 }
 
+# check_missing LANGUAGE STDOUT RENEWED: the job found no report row to
+# write after STDOUT, so it stopped, released the lease (renewed: t or f)
+# and said so on stderr, psql in the error that stops it (after psql's
+# "psql:FILE:LINE: "); the tables are as the test left them.
+check_missing() {
+  check "exit status" "$(missing_status "$1")" "$status"
+  check stdout "$2" "$out"
+  if [ "$1" = psql ]; then
+    check stderr "ERROR:  no report row for 2026-11-30" \
+      "$(sed -E '1s/^psql:[^:]+:[0-9]+: //' <<<"$err")"
+  else
+    check stderr "failed: no report row for 2026-11-30" "$err"
+  fi
+  check "reports" 0 "$(sql "SELECT count(*) FROM reports")"
+  check "sales" "2026-11-30|79.25
+2026-11-30|120.50
+2026-12-01|10" "$(sql "SELECT day, amount FROM sales ORDER BY day, amount")"
+  check "lease" "1|released|t|$3" "$(sql "SELECT token, state, forced_by IS NULL,
+    renew_count > 0 FROM dlock.leases WHERE name = 'nightly-report'")"
+}
+
+# The report row is deleted before the run: the job's first write updates
+# no row.
+scenario_missing() {
+  fresh_database
+  sql "DELETE FROM reports"
+  run_job "$1"
+  check_missing "$1" "granted token=1" f
+}
+
+# The report row is deleted while the job works: its second write updates
+# no row.
+scenario_vanished() {
+  fresh_database
+  run_job_losing "$1" "DELETE FROM reports" ""
+  check_missing "$1" "granted token=1
+wrote running with token 1
+renewed" t
+}
+
 passed=0
 failed=0
 for language in $LANGUAGES; do
-  for scenario in happy busy lost taken; do
+  for scenario in happy busy lost taken missing vanished; do
     ok=true
     "scenario_$scenario" "$language"
     if $ok; then

@@ -3,8 +3,9 @@
 
 Takes the lease, writes the report under its fencing token, renews the
 lease before the work, releases it. Connects with libpq's PG* variables.
-Exit status: 0 done, 75 busy (another worker holds the lease), 76 lost
-(the lease ended while working: nothing more was written).
+Exit status: 0 done, 1 failed (no report row to write: the lease was
+released), 75 busy (another worker holds the lease), 76 lost (the lease
+ended while working: nothing more was written).
 """
 import os
 import socket
@@ -13,10 +14,11 @@ import sys
 import psycopg2
 
 LEASE = "nightly-report"
-BUSY, LOST = 75, 76
+FAILED, BUSY, LOST = 1, 75, 76
 
 # Every write checks in its own transaction that the lease is still ours
-# (assert_held), and the row refuses an older token than its own.
+# (assert_held), and the row refuses an older token than its own. It answers
+# how many rows it updated: 1, the report's, or 0 if that row is missing.
 WRITE = """
 SELECT dlock.fenced_update('reports', %(token)s,
          jsonb_build_object('status', %(status)s::text, 'total', %(total)s::numeric),
@@ -24,9 +26,21 @@ SELECT dlock.fenced_update('reports', %(token)s,
   FROM dlock.assert_held(%(lease)s, %(token)s)"""
 
 
+class NoReportRow(Exception):
+    """A write updated no report row: there is none for the day."""
+
+
 def write(cur, token, status, total=None):
     cur.execute(WRITE, {"lease": LEASE, "token": token, "status": status, "total": total})
+    if cur.fetchone()[0] != 1:
+        raise NoReportRow()
     print(f"wrote {status} with token {token}")
+
+
+def release(cur, token, owner):
+    """True if this released the lease; False if it had already ended."""
+    cur.execute("SELECT dlock.release(%s, %s, owner => %s)", (LEASE, token, owner))
+    return cur.fetchone()[0]
 
 
 def main():
@@ -57,9 +71,12 @@ def main():
             print(f"lost: {e.diag.message_primary} ({e.diag.message_detail})", file=sys.stderr)
             return LOST
         raise
+    except NoReportRow:
+        release(cur, token, owner)
+        print("failed: no report row for 2026-11-30", file=sys.stderr)
+        return FAILED
 
-    cur.execute("SELECT dlock.release(%s, %s, owner => %s)", (LEASE, token, owner))
-    print("released" if cur.fetchone()[0] else "not released: the lease had already ended")
+    print("released" if release(cur, token, owner) else "not released: the lease had already ended")
     return 0
 
 
