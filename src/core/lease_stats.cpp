@@ -14,6 +14,10 @@ void add_time(Micros& total, Micros& max, Micros time) {
 
 }  // namespace
 
+Micros hold_time(Micros acquired_at, Micros expires_at, Micros ended_at) {
+  return std::min(expires_at, ended_at) - acquired_at;
+}
+
 void record(LeaseCounters& c, LeaseEvent event, Micros time) {
   c.usage += 1;
   switch (event) {

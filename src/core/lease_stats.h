@@ -43,6 +43,11 @@ enum class LeaseEvent {
   renew_failure,   // a renewal refused: the token did not hold
 };
 
+// How long a grant from `acquired_at` to `expires_at` was held when it
+// ended at `ended_at`: never past its expiry (a takeover, or a
+// force-release of an expired grant, counts to the expiry).
+Micros hold_time(Micros acquired_at, Micros expires_at, Micros ended_at);
+
 // Adds one event to `c`. A time below 0 (the wall clock stepped back)
 // counts as 0; sums saturate.
 void record(LeaseCounters& c, LeaseEvent event, Micros time = 0);

@@ -171,9 +171,8 @@ DLOCK_FUNCTION(dlock_force_release) {
         is_lease ? lease_unreleased[i] : holder_unreleased[i - n_leases];
     if (unreleased) {
       notify_force_released(name, ended.token, reason);
-      // Held until now, or until it expired if that came first.
       count_event(name, dlock::LeaseEvent::force_release,
-                  std::min(now, ended.expires_at) - ended.acquired_at);
+                  dlock::hold_time(ended.acquired_at, ended.expires_at, now));
     }
     ereport(
         log_grants ? LOG : DEBUG1,

@@ -166,12 +166,14 @@ bool takes_over(Grant kind, const std::optional<StoredLease>& row) {
   return kind == Grant::new_token && !row->released;
 }
 
-// A new grant (token new_token) ended `old`, which expired unreleased: its
-// holder is told (lease_ended.h), and it counts as a takeover.
-void taken_over(const char* name, const StoredLease& old, int64 new_token) {
+// A new grant (token new_token, at `now`) ended `old`, which expired
+// unreleased: its holder is told (lease_ended.h), and it counts as a
+// takeover.
+void taken_over(const char* name, const StoredLease& old, int64 new_token,
+                Micros now) {
   notify_taken_over(name, old.token, new_token);
   count_event(name, dlock::LeaseEvent::takeover,
-              old.expires_at - old.acquired_at);
+              dlock::hold_time(old.acquired_at, old.expires_at, now));
 }
 
 // Deletes the holder rows that no longer occupy the name, before a new
@@ -183,7 +185,7 @@ void remove_gone_holders(const LeaseRows& rows, const char* name,
     const StoredLease& holder = rows.rows[i];
     if (dlock::occupies(rules_row(holder), now)) continue;
     (void)delete_row(holder);
-    if (!holder.released) taken_over(name, holder, new_token);
+    if (!holder.released) taken_over(name, holder, new_token, now);
   }
 }
 
@@ -321,9 +323,11 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
   if (log_grants) log_grant(req, d.step, d.kind, row, out->token);
   if (extended == nullptr) count_event(req.name, dlock::LeaseEvent::grant);
   if (d.step == Step::write_store && takes_over(d.kind, row)) {
-    taken_over(req.name, *row, out->token);
+    taken_over(req.name, *row, out->token, now);
   }
-  if (ended && !ended->released) taken_over(req.name, *ended, out->token);
+  if (ended && !ended->released) {
+    taken_over(req.name, *ended, out->token, now);
+  }
   commit_durably();
   return Attempt::granted;
 }

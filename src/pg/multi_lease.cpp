@@ -93,6 +93,14 @@ void give_back_gates(const Names& names, int taken) {
   for (int i = 0; i < taken; ++i) release_gate(gate_tag(names.names[i]));
 }
 
+// try_acquire_all's answer when names.names[busy] is busy: no row, and a
+// busy answer counted for that name.
+Datum none_granted(FunctionCallInfo fcinfo, const Names& names,
+                   const LeaseRequest& terms, int busy) {
+  count_event(names.names[busy], dlock::LeaseEvent::busy);
+  return return_grants(fcinfo, names, terms, nullptr, 0);
+}
+
 }  // namespace
 
 // dlock.try_acquire_all(names text[], ttl interval, owner text,
@@ -112,8 +120,7 @@ DLOCK_FUNCTION(dlock_try_acquire_all) {
     Peek peeked =
         peek_grant(lease_request_for(terms, names.names[i]), &free_in);
     if (peeked == Peek::busy) {
-      count_event(names.names[i], dlock::LeaseEvent::busy);
-      return return_grants(fcinfo, names, terms, nullptr, 0);
+      return none_granted(fcinfo, names, terms, i);
     }
     retry[i] = peeked == Peek::retry;
   }
@@ -122,16 +129,14 @@ DLOCK_FUNCTION(dlock_try_acquire_all) {
     if ((!retry[i] && others_queued(names.names[i])) ||
         !try_gate(gate_tag(names.names[i]))) {
       give_back_gates(names, i);
-      count_event(names.names[i], dlock::LeaseEvent::busy);
-      return return_grants(fcinfo, names, terms, nullptr, 0);
+      return none_granted(fcinfo, names, terms, i);
     }
   }
   for (int i = 0; i < names.count; ++i) {
     if (peek_grant(lease_request_for(terms, names.names[i]), &free_in) ==
         Peek::busy) {
       give_back_gates(names, names.count);
-      count_event(names.names[i], dlock::LeaseEvent::busy);
-      return return_grants(fcinfo, names, terms, nullptr, 0);
+      return none_granted(fcinfo, names, terms, i);
     }
   }
   Granted* grants =

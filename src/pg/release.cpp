@@ -22,7 +22,8 @@ bool release_gated(const char* name, int64 token,
     row = read_grant(name, token);
   }
   wake_queue_head(name);
-  count_event(name, dlock::LeaseEvent::release, now - row->acquired_at);
+  count_event(name, dlock::LeaseEvent::release,
+              dlock::hold_time(row->acquired_at, row->expires_at, now));
   if (log_grants) {
     ereport(LOG, (errmsg_internal(
                      "dlock: lease \"%s\" released with token %lld after "

@@ -48,6 +48,14 @@ TEST(LeaseStats, ATakeoverIsNoGrantOfItsOwn) {
   EXPECT_EQ(c.releases, 0);
 }
 
+TEST(LeaseStats, AGrantIsHeldUntilItEndsOrExpires) {
+  // Released or force-released in time: until then.
+  EXPECT_EQ(hold_time(1'000, 31'000, 21'000), 20'000);
+  // Taken over, or force-released after it expired: until its expiry.
+  EXPECT_EQ(hold_time(1'000, 31'000, 90'000), 30'000);
+  EXPECT_EQ(hold_time(1'000, 31'000, 31'000), 30'000);
+}
+
 TEST(LeaseStats, ATimeBelowZeroCountsAsZero) {
   // The wall clock stepped back between grant and release.
   LeaseCounters c;
