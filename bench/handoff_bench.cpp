@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "pg_client.h"
+#include <dlock/pq.h>
 
 namespace {
 
@@ -73,8 +73,8 @@ double ms_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
-pgc::Connection connect(Variant v) {
-  pgc::Connection c(std::string("application_name=") + kAppName);
+dlock::pq::Connection connect(Variant v) {
+  dlock::pq::Connection c(std::string("application_name=") + kAppName);
   // A hung statement fails the run instead of stalling it.
   c.exec("SELECT set_config('statement_timeout', '60s', false)");
   // pg_advisory_lock gives up when dlock.acquire would, with the same 55P03.
@@ -105,7 +105,7 @@ class Locker {
   // Blocks until granted (true) or the timeout passes (false, 55P03: a
   // client starved under contention is a figure, not an error).
   bool acquire() {
-    pgc::Result r =
+    dlock::pq::Result r =
         v_ == Variant::dlock
             ? conn_.try_exec(kDlockAcquire, id_.name, kTtl, kTimeout)
             : conn_.try_exec(kAdvisoryLock, id_.key);
@@ -114,18 +114,18 @@ class Locker {
       r.raise();
     }
     if (v_ == Variant::dlock) {
-      if (r.isnull(0, 0)) throw pgc::PgError("", "dlock.acquire returned NULL");
+      if (r.isnull(0, 0)) throw dlock::pq::Error("", "dlock.acquire returned NULL");
       token_ = r.value(0, 0);
     }
     return true;
   }
 
   void release() {
-    pgc::Result r = v_ == Variant::dlock
+    dlock::pq::Result r = v_ == Variant::dlock
                         ? conn_.exec(kDlockRelease, id_.name, token_)
                         : conn_.exec(kAdvisoryUnlock, id_.key);
     if (!r.boolean(0, 0)) {
-      throw pgc::PgError("", std::string(variant_name(v_)) +
+      throw dlock::pq::Error("", std::string(variant_name(v_)) +
                                  ": release found the lock not held");
     }
   }
@@ -133,12 +133,12 @@ class Locker {
   const char* acquire_sql() const {
     return v_ == Variant::dlock ? kDlockAcquire : kAdvisoryLock;
   }
-  pgc::Connection& connection() { return conn_; }
+  dlock::pq::Connection& connection() { return conn_; }
 
  private:
   Variant v_;
   LockId id_;
-  pgc::Connection conn_;
+  dlock::pq::Connection conn_;
   std::string token_;
 };
 
@@ -297,12 +297,12 @@ class HandoffLog {
 bool wait_for_waiters(Locker& l, int waiters, const RunControl& ctl) {
   Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
   for (;;) {
-    pgc::Result r =
+    dlock::pq::Result r =
         l.connection().exec(kCountWaiters, kAppName, l.acquire_sql());
     if (r.int64(0, 0) >= waiters) return true;
     if (ctl.stopped()) return false;
     if (Clock::now() > deadline) {
-      throw pgc::PgError("", "the waiters were not all blocked within 10 s");
+      throw dlock::pq::Error("", "the waiters were not all blocked within 10 s");
     }
     std::this_thread::sleep_for(microseconds(100));
   }
@@ -406,18 +406,18 @@ struct ExpiryResult {
 // Hand-offs at expiry: a holder takes a fresh lease for kExpiryTtl and
 // never releases it; a waiter on another session is blocked in acquire.
 ExpiryResult expiry_run(int count) {
-  pgc::Connection holder = connect(Variant::dlock);
-  pgc::Connection waiter = connect(Variant::dlock);
+  dlock::pq::Connection holder = connect(Variant::dlock);
+  dlock::pq::Connection waiter = connect(Variant::dlock);
   ExpiryResult result;
   for (int i = 0; i < count; ++i) {
     LockId id = next_lock_id();
-    pgc::Result h = holder.exec(
+    dlock::pq::Result h = holder.exec(
         "SELECT expires_at FROM dlock.try_acquire($1, $2::interval)", id.name,
         kExpiryTtl);
     if (h.isnull(0, 0)) {
-      throw pgc::PgError("", "a fresh lease was not granted: " + id.name);
+      throw dlock::pq::Error("", "a fresh lease was not granted: " + id.name);
     }
-    pgc::Result w =
+    dlock::pq::Result w =
         waiter.exec(kExpiryWait, id.name, kTtl, kTimeout, h.value(0, 0));
     if (w.boolean(0, 1)) {
       result.ms.push_back(std::stod(w.value(0, 2)));
@@ -425,7 +425,7 @@ ExpiryResult expiry_run(int count) {
       ++result.late;
     }
     if (!waiter.exec(kDlockRelease, id.name, w.value(0, 0)).boolean(0, 0)) {
-      throw pgc::PgError("", "release found the expiry lease not held");
+      throw dlock::pq::Error("", "release found the expiry lease not held");
     }
   }
   if (result.ms.empty()) throw std::runtime_error("no expiry was measured");
@@ -662,7 +662,7 @@ void print_runs(const Results& res) {
 }
 
 void run(const Options& o) {
-  if (pgc::Connection()
+  if (dlock::pq::Connection()
           .exec("SELECT 1 FROM pg_extension WHERE extname = 'dlock'")
           .rows() != 1) {
     throw std::runtime_error("dlock is not installed in this database");
@@ -673,7 +673,7 @@ void run(const Options& o) {
     throughput_run(v, kWarmupSeconds);
   }
   expiry_run(2);
-  pgc::Connection().exec("CHECKPOINT");
+  dlock::pq::Connection().exec("CHECKPOINT");
 
   Results res;
   for (int round = 0; round < o.rounds; ++round) {

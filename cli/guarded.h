@@ -6,7 +6,7 @@
 #include <exception>
 
 #include "messages.h"
-#include "pg_client.h"
+#include <dlock/pq.h>
 
 namespace dlock::cli {
 
@@ -14,7 +14,7 @@ template <typename Body>
 int guarded(int failure_code, Body body) {
   try {
     return body();
-  } catch (const pgc::PgError& e) {
+  } catch (const pq::Error& e) {
     say(error_text(e));
   } catch (const std::exception& e) {
     say(e.what());

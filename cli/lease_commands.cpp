@@ -14,7 +14,7 @@
 
 #include "commands.h"
 #include "guarded.h"
-#include "lease.h"
+#include <dlock/lease.h>
 #include "lease_request.h"
 #include "messages.h"
 #include "server_durations.h"
@@ -64,7 +64,7 @@ constexpr char kStatusSql[] =
 
 int acquire_command(AcquireOptions& o) {
   return guarded(kExitFailed, [&] {
-    pgc::Connection conn(o.lease.conninfo);
+    pq::Connection conn(o.lease.conninfo);
     if (auto error = read_durations(conn, duration_fields(o))) {
       return report_usage_error("acquire", *error);
     }
@@ -80,7 +80,7 @@ int acquire_command(AcquireOptions& o) {
 
 int renew_command(RenewOptions& o) {
   return guarded(kExitFailed, [&] {
-    pgc::Connection conn(o.conninfo);
+    pq::Connection conn(o.conninfo);
     if (auto error = read_durations(conn, duration_fields(o))) {
       return report_usage_error("renew", *error);
     }
@@ -95,7 +95,7 @@ int renew_command(RenewOptions& o) {
 
 int release_command(ReleaseOptions& o) {
   return guarded(kExitFailed, [&] {
-    pgc::Connection conn(o.conninfo);
+    pq::Connection conn(o.conninfo);
     if (client::Leases(conn).release(named_grant(o.name, o.token, o.owner))) {
       return 0;
     }
@@ -107,10 +107,10 @@ int release_command(ReleaseOptions& o) {
 
 int status_command(const StatusOptions& o) {
   return guarded(kExitFailed, [&] {
-    pgc::Connection conn(o.conninfo);
-    pgc::Param names;
+    pq::Connection conn(o.conninfo);
+    pq::Param names;
     if (!o.names.empty()) names = text_array(o.names);
-    pgc::Result r = conn.exec(kStatusSql, names);
+    pq::Result r = conn.exec(kStatusSql, names);
     std::vector<std::vector<std::string>> rows;
     std::set<std::string> found;
     for (int i = 0; i < r.rows(); ++i) {

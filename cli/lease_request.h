@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "lease.h"
+#include <dlock/lease.h>
 #include "options.h"
 
 namespace dlock::cli {
@@ -14,7 +14,7 @@ namespace dlock::cli {
 client::Terms terms_of(const LeaseRequest& r);
 
 // try_acquire, or, with --wait, acquire (polling with --pooler). nullopt
-// when the lease is busy. Throws pgc::PgError (client::lease_errors.h).
+// when the lease is busy. Throws pq::Error (client::lease_errors.h).
 std::optional<client::Grant> take_lease(client::Leases& leases,
                                         const LeaseRequest& r,
                                         const std::string& owner);

@@ -35,7 +35,7 @@ std::string one_line(const std::string& text) {
 
 // What to check when the server does not know dlock's schema or one of its
 // functions: "" for other errors.
-std::string hint_for(const pgc::PgError& e) {
+std::string hint_for(const pq::Error& e) {
   const std::string& message = e.what();
   auto mentions = [&](const char* s) {
     return message.find(s) != std::string::npos;
@@ -52,7 +52,7 @@ std::string hint_for(const pgc::PgError& e) {
 
 }  // namespace
 
-std::string error_text(const pgc::PgError& e) {
+std::string error_text(const pq::Error& e) {
   std::string text = one_line(e.what());
   for (const std::string& note : {one_line(e.detail()), hint_for(e)}) {
     if (!note.empty()) text += " (" + note + ")";

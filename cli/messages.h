@@ -4,17 +4,17 @@
 
 #include <string>
 
-#include "pg_client.h"
+#include <dlock/pq.h>
 
 namespace dlock::cli {
 
-// A pgc::PgError on one line: its SQLSTATE (when there is one: libpq's own
+// A pq::Error on one line: its SQLSTATE (when there is one: libpq's own
 // failures have none), its message, and the server's DETAIL in
 // parentheses when there is one. libpq's continuation lines ("\n\tIs the
 // server running ...") are joined with single spaces. When the server does
 // not know dlock's schema (3F000) or one of its functions (42883), a hint
 // in parentheses follows: CREATE EXTENSION dlock (or ALTER EXTENSION).
-std::string error_text(const pgc::PgError& e);
+std::string error_text(const pq::Error& e);
 
 // Writes "dlock: " + text and a newline to stderr, in one write.
 void say(const std::string& text);

@@ -15,9 +15,9 @@
 #include "child.h"
 #include "commands.h"
 #include "guarded.h"
-#include "keeper.h"
-#include "lease.h"
-#include "lease_errors.h"
+#include <dlock/keeper.h>
+#include <dlock/lease.h>
+#include <dlock/lease_errors.h>
 #include "lease_request.h"
 #include "messages.h"
 #include "server_durations.h"
@@ -51,7 +51,7 @@ void release_after_command(const RunOptions& o, client::Leases& leases,
     } catch (const client::ConnectionLost&) {
       // The connection sat idle while COMMAND ran; the server or a pooler
       // may have closed it. One try on a new one.
-      pgc::Connection again(o.lease.conninfo);
+      pq::Connection again(o.lease.conninfo);
       client::Leases fresh(again);
       released = fresh.release(g);
     }
@@ -60,7 +60,7 @@ void release_after_command(const RunOptions& o, client::Leases& leases,
     } else if (o.lease.verbosity == Verbosity::verbose) {
       say(lease + " released");
     }
-  } catch (const pgc::PgError& e) {
+  } catch (const pq::Error& e) {
     say("warning: could not release " + lease + ": " + error_text(e) +
         "; it ends at its expiry");
   }
@@ -114,7 +114,7 @@ int run_holding(const RunOptions& o, client::Leases& leases,
 
 int run_command(RunOptions& o) {
   return guarded(kExitRunFailed, [&] {
-    pgc::Connection conn(o.lease.conninfo);
+    pq::Connection conn(o.lease.conninfo);
     std::optional<std::string> error = read_durations(conn, duration_fields(o));
     if (!error) error = check_kill_after(o);
     if (error) return report_usage_error("run", *error);

@@ -3,13 +3,13 @@
 namespace dlock::cli {
 
 std::optional<std::string> read_durations(
-    pgc::Connection& conn, const std::vector<DurationField>& fields) {
+    pq::Connection& conn, const std::vector<DurationField>& fields) {
   for (const DurationField& f : fields) {
     Duration& d = *f.value;
     if (d.millis) continue;
     // extract(epoch) counts a day as 24 hours and a month as 30 days, as
     // dlock does (a year, though, as 365.25 days).
-    pgc::Result r = conn.try_exec(
+    pq::Result r = conn.try_exec(
         "SELECT (extract(epoch FROM $1::pg_catalog.interval)"
         " * 1000)::pg_catalog.int8",
         d.text);

@@ -7,15 +7,15 @@
 #include <vector>
 
 #include "options.h"
-#include "pg_client.h"
+#include <dlock/pq.h>
 
 namespace dlock::cli {
 
 // Has the server read each field the client could not, then checks every
 // field's floor (check_durations). Returns the usage error ("--ttl: 'soon'
 // is not a duration: invalid input syntax ...") or nullopt. Throws
-// pgc::PgError when the server fails other than on the text (class 22).
+// pq::Error when the server fails other than on the text (class 22).
 std::optional<std::string> read_durations(
-    pgc::Connection& conn, const std::vector<DurationField>& fields);
+    pq::Connection& conn, const std::vector<DurationField>& fields);
 
 }  // namespace dlock::cli

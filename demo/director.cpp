@@ -105,7 +105,7 @@ void Director::stop_workers() {
 // worker's slot says how long ago it began working.
 bool Director::find_fresh_holder(Holder& out, milliseconds give_up_after) {
   return forked::poll_until(give_up_after, milliseconds(2), [&] {
-    pgc::Result r = db_->exec(
+    dlock::pq::Result r = db_->exec(
         "SELECT owner, token FROM dlock.leases"
         " WHERE name = $1 AND state = 'held'",
         kLease);
@@ -141,7 +141,7 @@ void Director::wait_for_backend_exit(int worker) {
 
 void Director::wait_for_takeover(const Holder& victim) {
   bool taken = forked::poll_until(milliseconds(5'000), milliseconds(2), [&] {
-    pgc::Result r = db_->exec(
+    dlock::pq::Result r = db_->exec(
         "SELECT owner, token, acquired_at FROM dlock.leases"
         " WHERE name = $1 AND token > $2",
         kLease, victim.token);
@@ -154,7 +154,7 @@ void Director::wait_for_takeover(const Holder& victim) {
 }
 
 std::optional<std::string> Director::held_until(std::int64_t token) {
-  pgc::Result lease = db_->exec(
+  dlock::pq::Result lease = db_->exec(
       "SELECT token, state, expires_at FROM dlock.leases WHERE name = $1",
       kLease);
   if (lease.rows() == 1 && lease.int64(0, 0) == token &&

@@ -11,7 +11,7 @@
 
 #include "demo.h"
 #include "forked_workers.h"
-#include "pg_client.h"
+#include <dlock/pq.h>
 #include "report.h"
 
 namespace demo {
@@ -73,7 +73,7 @@ class Director {
   Clock::time_point began_;
   // If the director fails midway, no worker outlives it.
   forked::Workers workers_{[](int index) { return worker_name(index + 1); }};
-  std::optional<pgc::Connection> db_;
+  std::optional<dlock::pq::Connection> db_;
   RunNotes notes_;
   Clock::time_point paused_at_;  // when the pause scene sent SIGSTOP
 };

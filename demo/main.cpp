@@ -41,7 +41,7 @@
 #include "demo.h"
 #include "director.h"
 #include "forked_workers.h"
-#include "pg_client.h"
+#include <dlock/pq.h>
 
 namespace demo {
 
@@ -50,12 +50,12 @@ namespace {
 // Creates the demo's tables afresh and returns the server clock at the
 // start. Uses its own connection, closed before any fork.
 std::string set_up_database() {
-  pgc::Connection c;
+  dlock::pq::Connection c;
   c.exec("SET client_min_messages = warning");
-  pgc::Result ext = c.exec(
+  dlock::pq::Result ext = c.exec(
       "SELECT count(*) FROM pg_extension WHERE extname = 'dlock'");
   if (ext.int64(0, 0) != 1) {
-    throw pgc::PgError("", "the dlock extension is not installed in this "
+    throw dlock::pq::Error("", "the dlock extension is not installed in this "
                            "database; run CREATE EXTENSION dlock first");
   }
   c.exec("DROP SCHEMA IF EXISTS dlock_demo CASCADE");

@@ -13,7 +13,7 @@ namespace demo {
 namespace {
 
 // A query's result laid out like psql's aligned format.
-void print_table(const pgc::Result& r) {
+void print_table(const dlock::pq::Result& r) {
   std::vector<std::size_t> width(r.cols());
   for (int c = 0; c < r.cols(); ++c) {
     width[c] = r.column_name(c).size();
@@ -47,9 +47,9 @@ std::string two_decimals(double seconds) {
   return text;
 }
 
-void print_timeline(pgc::Connection& db, const std::string& t0,
+void print_timeline(dlock::pq::Connection& db, const std::string& t0,
                     const RunNotes& notes) {
-  pgc::Result r = db.exec(
+  dlock::pq::Result r = db.exec(
       "SELECT worker, token,"
       "       to_char(extract(epoch FROM acquired_at - $1::timestamptz),"
       "               'FM990.000'),"
@@ -100,8 +100,8 @@ void print_timeline(pgc::Connection& db, const std::string& t0,
   }
 }
 
-void print_leases_view(pgc::Connection& db) {
-  pgc::Result r = db.exec(
+void print_leases_view(dlock::pq::Connection& db) {
+  dlock::pq::Result r = db.exec(
       "SELECT name, owner, token, state,"
       "       to_char(acquired_at, 'HH24:MI:SS.MS') AS acquired_at,"
       "       to_char(expires_at, 'HH24:MI:SS.MS') AS expires_at,"
@@ -114,8 +114,8 @@ void print_leases_view(pgc::Connection& db) {
   print_table(r);
 }
 
-void print_report_row(pgc::Connection& db) {
-  pgc::Result r = db.exec(
+void print_report_row(dlock::pq::Connection& db) {
+  dlock::pq::Result r = db.exec(
       "SELECT name, written_by,"
       "       to_char(written_at, 'HH24:MI:SS.MS') AS written_at, fence_token"
       "  FROM dlock_demo.report WHERE name = $1",
@@ -126,7 +126,7 @@ void print_report_row(pgc::Connection& db) {
   std::printf("\n");
 }
 
-bool run_checks(pgc::Connection& db, const std::string& t0,
+bool run_checks(dlock::pq::Connection& db, const std::string& t0,
                 const RunNotes& notes) {
   std::printf(
       "\nChecks, computed by SQL from dlock_demo.holds and dlock_demo.report\n\n");
@@ -138,7 +138,7 @@ bool run_checks(pgc::Connection& db, const std::string& t0,
 
   // A hold ends when it is released; a hold that was never released
   // (killed, or lost) ends when its lease expires.
-  pgc::Result s = db.exec(
+  dlock::pq::Result s = db.exec(
       "WITH h AS ("
       "  SELECT token, acquired_at, ended,"
       "         CASE WHEN ended = 'released' THEN released_at"
@@ -167,7 +167,7 @@ bool run_checks(pgc::Connection& db, const std::string& t0,
             (holds ? s.value(0, 4) + " .. " + s.value(0, 5) : "none") + ")");
 
   // Every disrupted hold: the next hold began only after its lease expired.
-  pgc::Result k = db.exec(
+  dlock::pq::Result k = db.exec(
       "SELECT k.worker, k.token, k.ended,"
       "       to_char(extract(epoch FROM k.expires_at - $1::timestamptz),"
       "               'FM990.000'),"
@@ -214,7 +214,7 @@ bool run_checks(pgc::Connection& db, const std::string& t0,
             std::to_string(unreleased) + " not)");
 
   // The fenced writes, in the order they were made.
-  pgc::Result f = db.exec(
+  dlock::pq::Result f = db.exec(
       "WITH a AS ("
       "  SELECT token, worker, lag(token) OVER (ORDER BY wrote_at, token)"
       "                        AS prev_token"

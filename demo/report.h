@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "pg_client.h"
+#include <dlock/pq.h>
 
 namespace demo {
 
@@ -35,13 +35,13 @@ struct RunNotes {
 std::string two_decimals(double seconds);
 
 // t0 is the server clock at the start; times are printed relative to it.
-void print_timeline(pgc::Connection& db, const std::string& t0,
+void print_timeline(dlock::pq::Connection& db, const std::string& t0,
                     const RunNotes& notes);
-void print_leases_view(pgc::Connection& db);
+void print_leases_view(dlock::pq::Connection& db);
 // The report row; the pause scene shows it right after the late write.
-void print_report_row(pgc::Connection& db);
+void print_report_row(dlock::pq::Connection& db);
 // Prints each check as [ok] or [FAILED]; true if all passed.
-bool run_checks(pgc::Connection& db, const std::string& t0,
+bool run_checks(dlock::pq::Connection& db, const std::string& t0,
                 const RunNotes& notes);
 
 }  // namespace demo

@@ -87,7 +87,7 @@ void Director::resume_paused_holder(const Holder& victim) {
   out.token = victim.token;
 
   forked::poll_until(milliseconds(5'000), milliseconds(2), [&] {
-    pgc::Result r = db_->exec(
+    dlock::pq::Result r = db_->exec(
         "SELECT worker, token,"
         "       to_char(extract(epoch FROM wrote_at - $2::timestamptz),"
         "               'FM990.000')"
@@ -120,7 +120,7 @@ void Director::resume_paused_holder(const Holder& victim) {
   // Its write's outcome, read together with the report row in one snapshot.
   std::string error;
   forked::poll_until(milliseconds(5'000), milliseconds(2), [&] {
-    pgc::Result r = db_->exec(
+    dlock::pq::Result r = db_->exec(
         "SELECT h.wrote, coalesce(h.write_error, ''),"
         "       r.fence_token, coalesce(r.written_by, '')"
         "  FROM dlock_demo.holds AS h, dlock_demo.report AS r"

@@ -10,7 +10,7 @@
 
 #include "demo.h"
 #include "forked_workers.h"
-#include "pg_client.h"
+#include <dlock/pq.h>
 
 namespace demo {
 
@@ -25,10 +25,10 @@ constexpr char kWaitTimeout[] = "1 s";  // how long one acquire() waits
 // its fence_token is not above the token (and then sets it to the token);
 // otherwise the call fails with LD001 (stale fencing token) and nothing
 // changes. An accepted write and its record commit together.
-void write_report(pgc::Connection& c, const std::string& owner,
+void write_report(dlock::pq::Connection& c, const std::string& owner,
                   const std::string& token) {
   c.exec("BEGIN");
-  pgc::Result w = c.try_exec(
+  dlock::pq::Result w = c.try_exec(
       "SELECT dlock.fenced_update('dlock_demo.report', $1::bigint,"
       "         jsonb_build_object('written_by', $2::text,"
       "                            'written_at', clock_timestamp()),"
@@ -67,7 +67,7 @@ std::string app_name(int id) { return "dlock-demo " + worker_name(id); }
 void run_worker(int id, Slot& slot) {
   // Opened after the fork: a libpq connection must never be shared
   // between processes.
-  pgc::Connection c("application_name='" + app_name(id) + "'");
+  dlock::pq::Connection c("application_name='" + app_name(id) + "'");
   c.exec("SET client_min_messages = warning");
   const std::string owner = worker_name(id);
   std::mt19937 rng(static_cast<unsigned>(getpid()));
@@ -78,7 +78,7 @@ void run_worker(int id, Slot& slot) {
     // Grant and record in one transaction: if this process dies before
     // COMMIT, neither the lease nor the record exists.
     c.exec("BEGIN");
-    pgc::Result lease = c.try_exec(
+    dlock::pq::Result lease = c.try_exec(
         "SELECT l.token, l.acquired_at, l.expires_at"
         "  FROM dlock.acquire($1, $2::interval, $3::interval, $4) AS l",
         kLease, kTtl, kWaitTimeout, owner);

@@ -33,8 +33,8 @@ SELECT dlock.fenced_update('reports', $1,
   FROM dlock.assert_held($4, $1))";
 
 // False if there was no report row to write.
-bool write(pgc::Connection& db, const Grant& g, const std::string& status,
-           const pgc::Param& total = std::nullopt) {
+bool write(dlock::pq::Connection& db, const Grant& g, const std::string& status,
+           const dlock::pq::Param& total = std::nullopt) {
   if (db.exec(kWrite, g.token, status, total, kLease).int64(0, 0) != 1) {
     return false;
   }
@@ -56,13 +56,13 @@ int lost(const std::string& why) {
 }
 
 int job() {
-  pgc::Connection db("");  // "": the PG* environment variables
+  dlock::pq::Connection db("");  // "": the PG* environment variables
   Leases leases(db);
   Terms terms;
   terms.ttl = std::chrono::seconds(30);
   std::optional<Grant> g = leases.try_acquire(kLease, default_owner(), terms);
   if (!g) {
-    pgc::Result held = db.exec(
+    dlock::pq::Result held = db.exec(
         "SELECT coalesce(owner, 'nobody now') FROM dlock.get($1)", kLease);
     std::printf("busy: %s is held by %s\n", kLease, held.value(0, 0).c_str());
     return kBusy;
@@ -76,7 +76,7 @@ int job() {
     Keeper keeper(*g, KeeperOptions{});
     if (keeper.lost()) return lost(keeper.why());
     std::puts("renewed");
-    pgc::Result sales = db.exec(
+    dlock::pq::Result sales = db.exec(
         "SELECT coalesce(sum(amount), 0) FROM sales WHERE day = '2026-11-30'");
     if (keeper.lost()) return lost(keeper.why());
     bool wrote = write(db, *g, "done", sales.value(0, 0));
@@ -86,7 +86,7 @@ int job() {
                   ? "released"
                   : "not released: the lease had already ended");
     return 0;
-  } catch (const pgc::PgError& e) {
+  } catch (const dlock::pq::Error& e) {
     // LD001: a newer token wrote; LD002: the lease ended.
     if (e.sqlstate() == "LD001" || e.sqlstate() == "LD002") {
       return lost(std::string(e.what()) + " (" + e.detail() + ")");
@@ -100,7 +100,7 @@ int job() {
 int main() {
   try {
     return job();
-  } catch (const pgc::PgError& e) {
+  } catch (const dlock::pq::Error& e) {
     std::fprintf(stderr, "error: %s %s\n", e.sqlstate().c_str(), e.what());
     return 1;
   }

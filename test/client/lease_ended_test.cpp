@@ -1,5 +1,5 @@
 // Reading the server's dlock_lease_ended payloads.
-#include "lease_ended.h"
+#include <dlock/lease_ended.h>
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The keeper's deadline arithmetic, on made-up time points.
-#include "local_deadline.h"
+#include <dlock/local_deadline.h>
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "pg_client.h"
+#include <dlock/pq.h>
 
-namespace pgc {
+namespace dlock::pq {
 namespace {
 
 // The WARNING PostgreSQL 15 sends when a commit's wait for the synchronous
@@ -60,4 +60,4 @@ TEST(NoticeCommitNotReplicated, OtherWarningsAreNot) {
 }
 
 }  // namespace
-}  // namespace pgc
+}  // namespace dlock::pq

@@ -10,7 +10,7 @@
 int main() {
   using namespace dlock::client;
   try {
-    pgc::Connection conn("");
+    dlock::pq::Connection conn("");
     Leases leases(conn);
     Terms terms;
     terms.ttl = std::chrono::milliseconds(1500);
@@ -30,7 +30,7 @@ int main() {
                 static_cast<long long>(g->token), renewals,
                 released ? "yes" : "no", keeper.lost() ? "yes" : "no");
     return released && renewals >= 1 && !keeper.lost() ? 0 : 1;
-  } catch (const pgc::PgError& e) {
+  } catch (const dlock::pq::Error& e) {
     std::printf("%s: %s\n", e.sqlstate().c_str(), e.what());
     return 1;
   }

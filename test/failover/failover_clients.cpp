@@ -41,9 +41,9 @@
 #include <vector>
 
 #include "history.h"
-#include "lease.h"
-#include "lease_errors.h"
-#include "pg_client.h"
+#include <dlock/lease.h>
+#include <dlock/lease_errors.h>
+#include <dlock/pq.h>
 
 namespace failover {
 namespace {
@@ -131,7 +131,7 @@ class Client {
       conn_.emplace(opt_.conninfo);
       conn_->silence_notices();
       return true;
-    } catch (const pgc::PgError&) {
+    } catch (const dlock::pq::Error&) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       return false;
     }
@@ -139,9 +139,9 @@ class Client {
 
   // Runs s and returns its answer: nullopt when none came (the op stays
   // unknown and the connection is dropped).
-  std::optional<pgc::Result> ask(const Statement& s) {
+  std::optional<dlock::pq::Result> ask(const Statement& s) {
     const auto limit = Steady::now() + kAnswerLimit;
-    std::optional<pgc::Result> r = conn_->run_interruptible(
+    std::optional<dlock::pq::Result> r = conn_->run_interruptible(
         s.sql, s.params, [&] { return Steady::now() < limit; });
     if (!r || !conn_->ok() ||
         (!r->ok() && dlock::client::is_connection_failure(r->sqlstate()))) {
@@ -153,7 +153,7 @@ class Client {
 
   // Completes op with an error answer: refused when it says the token
   // does not hold, failed otherwise.
-  void complete_error(Op& op, const pgc::Result& r) {
+  void complete_error(Op& op, const dlock::pq::Result& r) {
     op.sqlstate = r.sqlstate();
     op.note = r.message();
     op.outcome = dlock::client::ends_grant(op.sqlstate) ? Outcome::refused
@@ -258,7 +258,7 @@ class Client {
   const std::string owner_;
   Log log_;
   std::mt19937 rng_;
-  std::optional<pgc::Connection> conn_;
+  std::optional<dlock::pq::Connection> conn_;
   std::int64_t writes_ = 0;
 };
 
@@ -269,14 +269,14 @@ read_rows(const Options& opt) {
   const auto limit = Steady::now() + kRowsLimit;
   for (;;) {
     try {
-      pgc::Connection c(opt.conninfo);
-      pgc::Result r = c.exec(kReadRows);
+      dlock::pq::Connection c(opt.conninfo);
+      dlock::pq::Result r = c.exec(kReadRows);
       std::map<std::string, std::pair<std::string, std::int64_t>> rows;
       for (int i = 0; i < r.rows(); ++i) {
         rows[r.value(i, 0)] = {r.value(i, 1), r.int64(i, 2)};
       }
       return rows;
-    } catch (const pgc::PgError& e) {
+    } catch (const dlock::pq::Error& e) {
       if (Steady::now() >= limit) {
         std::cerr << "reading failover_rows: " << e.what() << "\n";
         return std::nullopt;

@@ -54,7 +54,7 @@
 #include <vector>
 
 #include "forked_workers.h"
-#include "pg_client.h"
+#include <dlock/pq.h>
 #include "stress_support.h"
 
 namespace {
@@ -147,7 +147,7 @@ void run_worker(int index, Shared& shared) {
   const std::string owner = worker_name(index);
   // Opened after the fork: a libpq connection is never shared between
   // processes.
-  pgc::Connection c("application_name='" + owner + "'");
+  dlock::pq::Connection c("application_name='" + owner + "'");
   c.exec("SET client_min_messages = warning");
   // A stuck server fails the test instead of hanging it.
   c.exec("SET statement_timeout = '30s'");
@@ -157,7 +157,7 @@ void run_worker(int index, Shared& shared) {
 
   while (!forked::stop_requested()) {
     slot.phase = kAcquiring;
-    pgc::Result lease = c.try_exec(
+    dlock::pq::Result lease = c.try_exec(
         "SELECT token FROM dlock.acquire($1, $2::interval, $3::interval, $4)",
         kLease, kTtl, kAcquireTimeout, owner);
     if (!lease.ok()) {
@@ -183,7 +183,7 @@ void run_worker(int index, Shared& shared) {
 
     slot.phase = kWriting;
     Write w{token, read + 1, 0, false};
-    pgc::Result r = c.try_exec(kFencedWrite, token, read + 1, index + 1);
+    dlock::pq::Result r = c.try_exec(kFencedWrite, token, read + 1, index + 1);
     if (r.ok()) {
       const std::int64_t updated = r.int64(0, 0);
       const std::int64_t audited = r.int64(0, 1);
@@ -192,7 +192,7 @@ void run_worker(int index, Shared& shared) {
       } else if (updated == 0 && audited == 0) {
         w.outcome = kNoRow;
       } else {
-        throw pgc::PgError("", "fenced_update updated " +
+        throw dlock::pq::Error("", "fenced_update updated " +
                                    std::to_string(updated) + " rows and " +
                                    std::to_string(audited) +
                                    " audit rows were written");
@@ -212,7 +212,7 @@ void run_worker(int index, Shared& shared) {
 
     const int n = slot.writes_done.load();
     if (n == kMaxWritesPerWorker) {
-      throw pgc::PgError("", "more writes than the report has room for");
+      throw dlock::pq::Error("", "more writes than the report has room for");
     }
     slot.writes[n] = w;
     slot.writes_done.store(n + 1);
@@ -234,7 +234,7 @@ struct Pause {
 // A fresh schema of the test's own, so the test can be rerun against the
 // same database; the extension is created if missing.
 void prepare_database() {
-  pgc::Connection c;
+  dlock::pq::Connection c;
   c.exec("SET client_min_messages = warning");
   c.exec("CREATE EXTENSION IF NOT EXISTS dlock");
   c.exec("DROP SCHEMA IF EXISTS fence_stress CASCADE");
@@ -272,7 +272,7 @@ int pick_working_holder(const Shared& shared, const forked::Workers& workers,
 // kPauseFor; nullopt if none could be caught in time.
 std::optional<Pause> freeze_a_holder(const Shared& shared,
                                      forked::Workers& workers,
-                                     pgc::Connection& db, std::mt19937& rng) {
+                                     dlock::pq::Connection& db, std::mt19937& rng) {
   std::optional<Pause> frozen;
   forked::poll_until(milliseconds(3'000), milliseconds(1), [&] {
     const int i = pick_working_holder(shared, workers, rng);
@@ -294,7 +294,7 @@ std::optional<Pause> freeze_a_holder(const Shared& shared,
   });
   if (!frozen) return std::nullopt;
   Pause& p = *frozen;
-  pgc::Result lease = db.exec(
+  dlock::pq::Result lease = db.exec(
       "SELECT token, state = 'held' FROM dlock.leases WHERE name = $1",
       kLease);
   p.held_when_frozen = lease.rows() == 1 && lease.int64(0, 0) == p.token &&
@@ -302,7 +302,7 @@ std::optional<Pause> freeze_a_holder(const Shared& shared,
 
   std::this_thread::sleep_for(kPauseFor);
 
-  pgc::Result now = db.exec(
+  dlock::pq::Result now = db.exec(
       "SELECT coalesce((SELECT fence_token FROM fence_stress.counter"
       "                  WHERE id = 1), 0),"
       "       coalesce((SELECT token FROM dlock.leases WHERE name = $1), 0)",
@@ -330,7 +330,7 @@ TEST(FencingStress, PausedHoldersAreFencedOff) {
     workers.start(
         kWorkers, [&](int index) { run_worker(index, shared); }, SIGKILL);
     // The harness's own connection, opened after the fork.
-    pgc::Connection db("application_name='fencing-harness'");
+    dlock::pq::Connection db("application_name='fencing-harness'");
     std::mt19937 rng(static_cast<unsigned>(forked::now_ns()));
     std::uniform_int_distribution<int> gap_ms(200, 1'000);
 
@@ -477,8 +477,8 @@ TEST(FencingStress, PausedHoldersAreFencedOff) {
 
   // The database agrees: the audit holds exactly the acknowledged writes,
   // and the counter counts each of them once.
-  pgc::Connection c;
-  pgc::Result audit = c.exec(
+  dlock::pq::Connection c;
+  dlock::pq::Result audit = c.exec(
       "SELECT token, value FROM fence_stress.writes ORDER BY value, token");
   EXPECT_EQ(audit.rows(), acknowledged)
       << "audit rows vs acknowledged writes reported";
@@ -492,14 +492,14 @@ TEST(FencingStress, PausedHoldersAreFencedOff) {
   EXPECT_EQ(audited, reported)
       << "the audit's (token, value) pairs differ from what workers reported";
 
-  pgc::Result row = c.exec(
+  dlock::pq::Result row = c.exec(
       "SELECT n, fence_token FROM fence_stress.counter WHERE id = 1");
   EXPECT_EQ(row.int64(0, 0), acknowledged)
       << "the counter differs from the number of acknowledged writes";
   EXPECT_EQ(row.int64(0, 1), last_token)
       << "the row's fence is not the last acknowledged write's token";
 
-  pgc::Result lease = c.exec(
+  dlock::pq::Result lease = c.exec(
       "SELECT state FROM dlock.leases WHERE name = $1", kLease);
   ASSERT_EQ(lease.rows(), 1);
   EXPECT_NE(lease.value(0, 0), "held") << "a worker left the lease held";

@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "pg_client.h"
+#include <dlock/pq.h>
 #include "stress_support.h"
 
 namespace {
@@ -85,16 +85,16 @@ struct ClientLog {
 void run_client(int index, Clock::time_point stop_at, stress::StartLine& start,
                 ClientLog& log) {
   // The statement timeout is above acquire's: only a stuck server hits it.
-  std::optional<pgc::Connection> conn =
+  std::optional<dlock::pq::Connection> conn =
       stress::connect_at_start(start, "90s", log.errors);
   if (!conn) return;
-  pgc::Connection& c = *conn;
+  dlock::pq::Connection& c = *conn;
   log.holds.reserve(kCyclesPerClient);
 
   for (int cycle = 0; cycle < kCyclesPerClient && Clock::now() < stop_at;
        ++cycle) {
     try {
-      pgc::Result g = c.exec(kAcquire, kLease);
+      dlock::pq::Result g = c.exec(kAcquire, kLease);
       Hold h;
       h.granted = Clock::now();
       h.client = index;
@@ -103,7 +103,7 @@ void run_client(int index, Clock::time_point stop_at, stress::StartLine& start,
       h.expires_us = g.int64(0, 2);
       log.holds.push_back(h);
 
-      pgc::Result r = c.exec(kRelease, kLease, h.token);
+      dlock::pq::Result r = c.exec(kRelease, kLease, h.token);
       Hold& held = log.holds.back();
       held.release_returned = Clock::now();
       held.released = r.boolean(0, 0);
@@ -134,7 +134,7 @@ Clock::duration percentile(const std::vector<Clock::duration>& sorted, int p) {
 
 TEST(Handoff, AcquireReleaseOneName) {
   {
-    pgc::Connection c;
+    dlock::pq::Connection c;
     c.exec("SET client_min_messages = warning");
     c.exec("CREATE EXTENSION IF NOT EXISTS dlock");
   }

@@ -13,9 +13,9 @@
 #include <string>
 #include <thread>
 
-#include "keeper.h"
-#include "lease.h"
-#include "pg_client.h"
+#include <dlock/keeper.h>
+#include <dlock/lease.h>
+#include <dlock/pq.h>
 
 namespace dlock::client {
 namespace {
@@ -53,7 +53,7 @@ class KeeperTest : public ::testing::Test {
     return g.value_or(Grant{});
   }
 
-  pgc::Connection conn_;
+  dlock::pq::Connection conn_;
   Leases leases_{conn_};
 };
 
@@ -168,7 +168,7 @@ TEST_F(KeeperTest, MultiHostConninfoFindsTheWritableServer) {
   ASSERT_NE(host, nullptr) << "PGHOST names the test server";
   std::string conninfo = std::string("host=/nonexistent-dlock-host,") + host +
                          " target_session_attrs=read-write";
-  pgc::Connection conn(conninfo);
+  dlock::pq::Connection conn(conninfo);
   Leases leases(conn);
   Terms terms;
   terms.ttl = milliseconds(3000);
@@ -202,7 +202,7 @@ struct LossRecord {
 };
 
 // Force-releases the grant and returns how long the keeper took to say so.
-milliseconds force_release_seen_after(pgc::Connection& admin, Keeper& keeper,
+milliseconds force_release_seen_after(dlock::pq::Connection& admin, Keeper& keeper,
                                       const std::string& name,
                                       LossRecord& loss) {
   TimePoint start = BootClock::now();
@@ -284,7 +284,7 @@ TEST_F(KeeperTest, AHangingRenewalLosesTheLeaseAtTheLocalDeadline) {
   Keeper keeper(g, loss.options());
   // Another transaction renews the lease and stays open: the keeper's next
   // renewal waits for it in the server, past the local deadline.
-  pgc::Connection blocker;
+  dlock::pq::Connection blocker;
   blocker.exec("BEGIN");
   blocker.exec("SELECT dlock.renew($1, $2::bigint)", lease("hang"),
                g.token);

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "forked_workers.h"
-#include "pg_client.h"
+#include <dlock/pq.h>
 #include "stress_support.h"
 
 namespace {
@@ -47,7 +47,7 @@ constexpr auto kRunFor = milliseconds(20'000);
 
 // A fresh schema with the audit table; the extension is created if missing.
 void prepare_database() {
-  pgc::Connection c;
+  dlock::pq::Connection c;
   c.exec("SET client_min_messages = warning");
   c.exec("CREATE EXTENSION IF NOT EXISTS dlock");
   c.exec("DROP SCHEMA IF EXISTS shapes_stress CASCADE");
@@ -67,13 +67,13 @@ constexpr char kReleaseAndAudit[] =
     " SELECT $1, $2::bigint, $3, $4, $5::timestamptz, clock_timestamp()"
     "  WHERE dlock.release($1, $2::bigint)";
 
-std::int64_t scalar(pgc::Connection& c, const std::string& sql) {
+std::int64_t scalar(dlock::pq::Connection& c, const std::string& sql) {
   return c.exec(sql).int64(0, 0);
 }
 
 // Pairs of audit rows of one name whose intervals overlap, where the first
 // is of kind `kind` (any kind if empty).
-std::int64_t overlaps(pgc::Connection& c, const std::string& kind) {
+std::int64_t overlaps(dlock::pq::Connection& c, const std::string& kind) {
   std::string where = kind.empty() ? "" : " WHERE a.kind = '" + kind + "'";
   return scalar(c,
                 "SELECT count(*) FROM shapes_stress.audit AS a"
@@ -86,7 +86,7 @@ std::int64_t overlaps(pgc::Connection& c, const std::string& kind) {
 
 // Grants of one name, in the order they were made, whose token is not
 // above the one before (for the kinds in `kinds`).
-std::int64_t tokens_out_of_order(pgc::Connection& c, const std::string& kinds) {
+std::int64_t tokens_out_of_order(dlock::pq::Connection& c, const std::string& kinds) {
   return scalar(c,
                 "SELECT count(*) FROM (SELECT token, lag(token) OVER"
                 "  (PARTITION BY name ORDER BY acquired_at, token) AS before"
@@ -111,14 +111,14 @@ void run_rw_client(bool writer, int index, stress::StartLine& start,
   std::mt19937 rng(static_cast<unsigned>(index * 7919 + (writer ? 1 : 0)));
   std::uniform_int_distribution<int> hold_ms(5, 30);
   std::uniform_int_distribution<int> rest_ms(writer ? 50 : 0, writer ? 200 : 5);
-  std::optional<pgc::Connection> conn =
+  std::optional<dlock::pq::Connection> conn =
       stress::connect_at_start(start, "60s", stats.errors);
   if (!conn) return;
-  pgc::Connection& c = *conn;
+  dlock::pq::Connection& c = *conn;
   while (Clock::now() < until) {
     try {
       auto asked = Clock::now();
-      pgc::Result r = c.try_exec(
+      dlock::pq::Result r = c.try_exec(
           "SELECT token, acquired_at FROM dlock.acquire('rw', '10 s', '10 s',"
           " $1, shared => $2::boolean)",
           owner, writer ? "false" : "true");
@@ -169,7 +169,7 @@ TEST(LeaseShapesStress, ReadersAndWritersNeverOverlapAndWritersAreServed) {
     timeouts += stats[i].timeouts;
     longest = std::max(longest, stats[i].longest_wait_s);
   }
-  pgc::Connection c;
+  dlock::pq::Connection c;
   std::int64_t shared_pairs = scalar(
       c,
       "SELECT count(*) FROM shapes_stress.audit AS a"
@@ -214,12 +214,12 @@ struct PermitShared {
 void run_permit_worker(int index, PermitShared& shared) {
   PermitSlot& slot = shared.slots[index];
   const std::string owner = "permit-" + std::to_string(index);
-  pgc::Connection c("application_name='" + owner + "'");
+  dlock::pq::Connection c("application_name='" + owner + "'");
   c.exec("SET statement_timeout = '60s'");
   std::mt19937 rng(static_cast<unsigned>(getpid()));
   std::uniform_int_distribution<int> hold_ms(10, 50);
   while (!forked::stop_requested()) {
-    pgc::Result r = c.try_exec(
+    dlock::pq::Result r = c.try_exec(
         "SELECT token, acquired_at, expires_at FROM dlock.acquire('pool',"
         " $1::interval, '10 s', $2, permits => 3)",
         kPermitTtl, owner);
@@ -250,7 +250,7 @@ TEST(LeaseShapesStress, ASemaphoreNeverHasMoreHoldersThanPermits) {
   workers.start(
       kSemaphoreClients, [&](int i) { run_permit_worker(i, *shared); },
       SIGKILL);
-  pgc::Connection c;
+  dlock::pq::Connection c;
   auto began = Clock::now();
   int killed = 0;
   // Twice, a third and two thirds in: every worker holding a permit is
@@ -341,10 +341,10 @@ void run_multi_client(int index, stress::StartLine& start,
   const std::string owner = "multi-" + std::to_string(index);
   std::mt19937 rng(static_cast<unsigned>(index * 104729 + 17));
   std::uniform_int_distribution<int> hold_ms(2, 10);
-  std::optional<pgc::Connection> conn =
+  std::optional<dlock::pq::Connection> conn =
       stress::connect_at_start(start, "60s", stats.errors);
   if (!conn) return;
-  pgc::Connection& c = *conn;
+  dlock::pq::Connection& c = *conn;
   std::vector<int> all(10);
   std::iota(all.begin(), all.end(), 0);
   while (Clock::now() < until) {
@@ -353,7 +353,7 @@ void run_multi_client(int index, stress::StartLine& start,
     for (int i = 0; i < 3; ++i) names.push_back("m" + std::to_string(all[i]));
     std::string array = "{" + names[0] + "," + names[1] + "," + names[2] + "}";
     try {
-      pgc::Result r = c.try_exec(
+      dlock::pq::Result r = c.try_exec(
           "SELECT array_agg(name ORDER BY name), array_agg(token ORDER BY"
           " name), array_agg(acquired_at ORDER BY name)"
           "  FROM dlock.acquire_all($1::text[], '10 s', '10 s', $2)",
@@ -410,7 +410,7 @@ TEST(LeaseShapesStress, AcquireAllTakesWholeSetsWithoutDeadlock) {
     total.failed_releases += s.failed_releases;
     total.errors.add_all(s.errors);
   }
-  pgc::Connection c;
+  dlock::pq::Connection c;
   std::cout << "[multi-leases] " << total.sets << " sets of 3 of 10 names by "
             << kClients << " clients in " << kRunFor.count() / 1000 << " s\n";
   EXPECT_EQ(total.errors.count, 0) << stress::join(total.errors.first);

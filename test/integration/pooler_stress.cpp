@@ -33,8 +33,8 @@
 #include <thread>
 #include <vector>
 
-#include "lease.h"
-#include "pg_client.h"
+#include <dlock/lease.h>
+#include <dlock/pq.h>
 #include "pooler_history.h"
 #include "stress_support.h"
 
@@ -90,7 +90,7 @@ struct ClientLog {
 
 void record_error(Op& op, const std::exception& e) {
   op.ok = false;
-  if (auto* pg = dynamic_cast<const pgc::PgError*>(&e)) {
+  if (auto* pg = dynamic_cast<const dlock::pq::Error*>(&e)) {
     op.sqlstate = pg->sqlstate();
   }
   op.error = e.what();
@@ -108,7 +108,7 @@ void logged(ClientLog& log, Op op, const std::function<void(Op&)>& call) {
 
 void run_client(const Options& opt, int index, Clock::time_point stop_at,
                 stress::StartLine& start, ClientLog& log) {
-  std::optional<pgc::Connection> conn;
+  std::optional<dlock::pq::Connection> conn;
   try {
     conn.emplace(opt.pooler);
   } catch (const std::exception& e) {
@@ -172,7 +172,7 @@ void run_client(const Options& opt, int index, Clock::time_point stop_at,
     w.kind = OpKind::write;
     w.value = owner + "/" + std::to_string(grant.token);
     logged(log, w, [&](Op& op) {
-      pgc::Result r = conn->exec(kWrite, grant.token, op.value, id);
+      dlock::pq::Result r = conn->exec(kWrite, grant.token, op.value, id);
       const std::int64_t rows = r.int64(0, 0);
       op.clock_us = r.int64(0, 1);
       op.backend_pid = static_cast<int>(r.int64(0, 2));
@@ -193,7 +193,7 @@ void run_client(const Options& opt, int index, Clock::time_point stop_at,
     Op rel = base;
     rel.kind = OpKind::release;
     logged(log, rel, [&](Op& op) {
-      pgc::Result r = conn->exec(kRelease, op.name, grant.token, owner);
+      dlock::pq::Result r = conn->exec(kRelease, op.name, grant.token, owner);
       op.ok = r.boolean(0, 0);
       op.clock_us = r.int64(0, 1);
       op.backend_pid = static_cast<int>(r.int64(0, 2));
@@ -204,8 +204,8 @@ void run_client(const Options& opt, int index, Clock::time_point stop_at,
 
 // The rows of lease names 1 .. names, read over conninfo.
 Rows read_rows(const std::string& conninfo, int names) {
-  pgc::Connection c(conninfo);
-  pgc::Result r = c.exec(kRows, names);
+  dlock::pq::Connection c(conninfo);
+  dlock::pq::Result r = c.exec(kRows, names);
   Rows rows;
   for (int i = 0; i < r.rows(); ++i) {
     rows[lease_name(static_cast<int>(r.int64(i, 0)))] = {r.value(i, 1),

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "pg_client.h"
+#include <dlock/pq.h>
 
 namespace stress {
 
@@ -50,14 +50,14 @@ struct ErrorLog {
 // set, so that a stuck server fails the test instead of hanging it; then
 // waits at the start line. nullopt, the error logged, if it failed: the
 // client still arrives, so the others are not held up.
-inline std::optional<pgc::Connection> connect_at_start(
+inline std::optional<dlock::pq::Connection> connect_at_start(
     StartLine& start, const char* statement_timeout, ErrorLog& errors) {
-  std::optional<pgc::Connection> conn;
+  std::optional<dlock::pq::Connection> conn;
   try {
     conn.emplace();
     conn->exec("SELECT set_config('statement_timeout', $1, false)",
                statement_timeout);
-  } catch (const pgc::PgError& e) {
+  } catch (const dlock::pq::Error& e) {
     conn.reset();
     errors.add(e.what());
   }

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "pg_client.h"
+#include <dlock/pq.h>
 #include "stress_support.h"
 
 namespace {
@@ -52,7 +52,7 @@ struct ClientStats {
 // A fresh schema of the test's own, so the test can be rerun against the
 // same database; the extension is created if missing.
 void prepare_database(const std::vector<std::string>& names) {
-  pgc::Connection c;
+  dlock::pq::Connection c;
   c.exec("SET client_min_messages = warning");
   c.exec("CREATE EXTENSION IF NOT EXISTS dlock");
   c.exec("DROP SCHEMA IF EXISTS dlock_stress CASCADE");
@@ -74,7 +74,7 @@ void prepare_database(const std::vector<std::string>& names) {
 // Asks for the lease once. Returns false if it was not granted (busy or
 // timed out, counted in stats); otherwise fills token and acquired_at (as
 // the server's text, so it goes back into the audit row unchanged).
-bool take_lease(pgc::Connection& c, const Config& cfg, const std::string& name,
+bool take_lease(dlock::pq::Connection& c, const Config& cfg, const std::string& name,
                 const std::string& owner, ClientStats& stats,
                 std::string& token, std::string& acquired_at) {
   // Calling the function in FROM runs it once; a busy lease is one row of
@@ -83,7 +83,7 @@ bool take_lease(pgc::Connection& c, const Config& cfg, const std::string& name,
       "SELECT l.token, l.acquired_at,"
       "       l.owner = $2 AND l.expires_at - l.acquired_at = $3::interval"
       "  FROM ";
-  pgc::Result r =
+  dlock::pq::Result r =
       cfg.mode == Mode::try_acquire
           ? c.exec(columns + "dlock.try_acquire($1, $3::interval, $2) AS l",
                    name, owner, kTtl)
@@ -100,7 +100,7 @@ bool take_lease(pgc::Connection& c, const Config& cfg, const std::string& name,
   }
   if (r.isnull(0, 0)) {
     if (cfg.mode == Mode::acquire) {
-      throw pgc::PgError("", "dlock.acquire returned NULL");
+      throw dlock::pq::Error("", "dlock.acquire returned NULL");
     }
     ++stats.busy;
     return false;
@@ -120,10 +120,10 @@ void run_client(const Config& cfg, int index, stress::StartLine& start,
   std::uniform_int_distribution<std::size_t> pick(0, cfg.names.size() - 1);
   std::uniform_int_distribution<int> pause_us(0, 1000);
 
-  std::optional<pgc::Connection> conn =
+  std::optional<dlock::pq::Connection> conn =
       stress::connect_at_start(start, "60s", stats.errors);
   if (!conn) return;
-  pgc::Connection& c = *conn;
+  dlock::pq::Connection& c = *conn;
 
   for (int cycle = 0; cycle < cfg.cycles; ++cycle) {
     const std::string& name = cfg.names[pick(rng)];
@@ -207,14 +207,14 @@ Totals run_clients(const Config& cfg) {
 // Checks the audit trail, counters and dlock.leases against what the
 // clients counted.
 void check_invariants(const Config& cfg, const Totals& t) {
-  pgc::Connection c;
+  dlock::pq::Connection c;
 
   EXPECT_EQ(t.errors.count, 0)
       << "unexpected errors:" << stress::join(t.errors.first);
   EXPECT_EQ(t.failed_releases, 0) << "dlock.release returned false";
   EXPECT_EQ(t.odd_leases, 0) << "a lease with the wrong owner or ttl";
 
-  pgc::Result all = c.exec(
+  dlock::pq::Result all = c.exec(
       "SELECT count(*), count(DISTINCT token) FROM dlock_stress.audit");
   EXPECT_EQ(all.int64(0, 0), t.all_grants) << "audit rows vs grants counted";
   EXPECT_EQ(all.int64(0, 1), all.int64(0, 0))
@@ -228,7 +228,7 @@ void check_invariants(const Config& cfg, const Totals& t) {
 
     // Holds of this name in token order, each compared with the one
     // before it.
-    pgc::Result r = c.exec(
+    dlock::pq::Result r = c.exec(
         "SELECT count(*),"
         "       count(DISTINCT token),"
         "       count(*) FILTER (WHERE acquired_at < prev_released),"
@@ -258,7 +258,7 @@ void check_invariants(const Config& cfg, const Totals& t) {
         << "counter updates were lost: two holds overlapped";
 
     // The lease itself ends released, with the last token granted.
-    pgc::Result lease = c.exec(
+    dlock::pq::Result lease = c.exec(
         "SELECT state, token FROM dlock.leases WHERE name = $1", name);
     ASSERT_EQ(lease.rows(), 1);
     EXPECT_EQ(lease.value(0, 0), "released");

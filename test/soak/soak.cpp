@@ -50,9 +50,9 @@
 
 #include "forked_workers.h"
 #include "history.h"
-#include "lease.h"
-#include "lease_errors.h"
-#include "pg_client.h"
+#include <dlock/lease.h>
+#include <dlock/lease_errors.h>
+#include <dlock/pq.h>
 
 namespace {
 
@@ -221,13 +221,13 @@ class Client {
     const auto give_up = Clock::now() + kReconnectFor;
     while (!forked::stop_requested()) {
       try {
-        pgc::Connection c("application_name=soak-" + name_);
+        dlock::pq::Connection c("application_name=soak-" + name_);
         c.silence_notices();
         c.exec("SET statement_timeout = '20s'");
         if (async_commit_) c.exec("SET synchronous_commit = off");
         conn_.emplace(std::move(c));
         return true;
-      } catch (const pgc::PgError& e) {
+      } catch (const dlock::pq::Error& e) {
         if (Clock::now() > give_up)
           throw std::runtime_error("cannot reconnect: " +
                                    std::string(e.what()));
@@ -352,7 +352,7 @@ class Client {
     try {
       g = wait ? leases.acquire(name, owner_, terms, timeout)
                : leases.try_acquire(name, owner_, terms);
-    } catch (const pgc::PgError& e) {
+    } catch (const dlock::pq::Error& e) {
       if (is_lost(e.sqlstate())) {
         shunned_[name] = Clock::now() + kFreezeFor;
         return lost();
@@ -383,7 +383,7 @@ class Client {
       if (held_.count(g.name) && held_[g.name].token == g.token)
         held_[g.name] = r;
       complete(op);
-    } catch (const pgc::PgError& e) {
+    } catch (const dlock::pq::Error& e) {
       if (is_lost(e.sqlstate())) return lost();
       if (dlock::client::ends_grant(e.sqlstate())) forget(g.name);
       answer_error(op, e.sqlstate(), e.what());
@@ -392,7 +392,7 @@ class Client {
 
   void release(const Grant& g) {
     Op op = invoke(Call::release, g.name, g.token);
-    pgc::Result r = conn_->try_exec(
+    dlock::pq::Result r = conn_->try_exec(
         "SELECT released, (extract(epoch FROM clock_timestamp()) * 1000000)"
         "::bigint FROM (SELECT dlock.release($1, $2::bigint, $3) AS released"
         " OFFSET 0) r",
@@ -414,7 +414,7 @@ class Client {
   void fenced_write(const Grant& g) {
     Op op = invoke(Call::write, g.name, g.token, 0, next_value());
     op.note = "fenced_update";
-    pgc::Result r = conn_->try_exec(
+    dlock::pq::Result r = conn_->try_exec(
         "SELECT n, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
         " FROM (SELECT set_config('synchronous_commit', 'on', true),"
         "              dlock.fenced_update('soak_rows', $1::bigint,"
@@ -442,9 +442,9 @@ class Client {
     Op op = invoke(Call::write, g.name, g.token, 0, next_value());
     op.note = "assert_held";
     // A failed statement before COMMIT: roll back, answer.
-    auto refuse = [&](const pgc::Result& r) {
+    auto refuse = [&](const dlock::pq::Result& r) {
       if (is_lost(r.sqlstate())) return lost();
-      pgc::Result rb = conn_->try_exec("ROLLBACK");
+      dlock::pq::Result rb = conn_->try_exec("ROLLBACK");
       if (!rb.ok() && is_lost(rb.sqlstate())) {
         // The transaction died with the connection: it did not commit.
         conn_.reset();
@@ -453,7 +453,7 @@ class Client {
       if (dlock::client::ends_grant(r.sqlstate())) forget(g.name);
       answer_error(op, r.sqlstate(), r.message());
     };
-    pgc::Result r = conn_->try_exec("BEGIN");
+    dlock::pq::Result r = conn_->try_exec("BEGIN");
     if (!r.ok()) return refuse(r);
     r = conn_->try_exec(
         "SELECT set_config('synchronous_commit', 'on', true),"
@@ -484,7 +484,7 @@ class Client {
 
   void force_release() {
     Op op = invoke(Call::force_release, any_name(), 0);
-    pgc::Result r = conn_->try_exec(
+    dlock::pq::Result r = conn_->try_exec(
         "SELECT (f).token, (extract(epoch FROM clock_timestamp()) * 1000000)"
         "::bigint FROM (SELECT dlock.force_release($1, $2) AS f OFFSET 0) f",
         op.name, "soak " + name_);
@@ -503,7 +503,7 @@ class Client {
 
   // Not a history call: it deletes rows of leases already over.
   void sweep() {
-    pgc::Result r = conn_->try_exec(
+    dlock::pq::Result r = conn_->try_exec(
         "SELECT dlock.sweep(make_interval(secs => $1::int / 1000.0))",
         chance(0.5) ? 0 : uniform(1, kTtlMaxMs));
     if (!r.ok()) {
@@ -522,7 +522,7 @@ class Client {
   const bool async_commit_;
   Log log_;
   std::mt19937_64 rng_;
-  std::optional<pgc::Connection> conn_;
+  std::optional<dlock::pq::Connection> conn_;
   std::map<std::string, Grant> held_;
   std::vector<Grant> stale_;
   std::map<std::string, Clock::time_point> shunned_;  // name -> until
@@ -634,14 +634,14 @@ class Harness {
     return o_.ops > 0 && shared_->calls >= o_.ops;
   }
 
-  pgc::Connection& db() {
+  dlock::pq::Connection& db() {
     const auto give_up = Clock::now() + kReconnectFor;
     while (!db_ || !db_->ok()) {
       db_.reset();
       try {
         db_.emplace("application_name=soak-harness");
         db_->silence_notices();
-      } catch (const pgc::PgError& e) {
+      } catch (const dlock::pq::Error& e) {
         if (Clock::now() > give_up) throw;
         std::this_thread::sleep_for(milliseconds(100));
       }
@@ -650,8 +650,8 @@ class Harness {
   }
 
   // Runs a statement, reconnecting once if the connection had gone.
-  pgc::Result exec(const std::string& sql) {
-    pgc::Result r = db().try_exec(sql);
+  dlock::pq::Result exec(const std::string& sql) {
+    dlock::pq::Result r = db().try_exec(sql);
     if (!r.ok() && dlock::client::is_connection_failure(r.sqlstate()))
       r = db().try_exec(sql);
     if (!r.ok()) r.raise();
@@ -673,7 +673,7 @@ class Harness {
   }
 
   void record_rows(Call call) {
-    pgc::Result r =
+    dlock::pq::Result r =
         exec("SELECT name, value, fence_token FROM soak_rows ORDER BY name");
     for (int i = 0; i < r.rows(); ++i) {
       Op op;
@@ -739,7 +739,7 @@ class Harness {
       ++faults_["SIGKILL client"];
       start(index);
     } else if (r < 60) {
-      pgc::Result t = exec(
+      dlock::pq::Result t = exec(
           "SELECT count(pg_terminate_backend(pid)) FROM"
           " (SELECT pid FROM pg_stat_activity"
           "  WHERE application_name LIKE 'soak-c%' ORDER BY random() LIMIT 1)"
@@ -841,7 +841,7 @@ class Harness {
   std::mt19937_64 rng_;
   forked::SharedMemory<Shared> shared_;
   std::vector<Slot> slots_;
-  std::optional<pgc::Connection> db_;
+  std::optional<dlock::pq::Connection> db_;
   std::optional<Log> log_;
   std::map<std::string, std::int64_t> faults_;
   std::int64_t client_errors_ = 0;

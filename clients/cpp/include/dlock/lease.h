@@ -1,5 +1,5 @@
 // dlock's lease functions from C++: try_acquire, acquire, renew, release,
-// over a pgc::Connection the caller owns (in autocommit: each call is its
+// over a pq::Connection the caller owns (in autocommit: each call is its
 // own transaction, so a grant is committed when the call returns).
 //
 // Owners are always explicit: the caller's name for itself (default_owner()
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "lease_errors.h"
-#include "local_deadline.h"
-#include "pg_client.h"
+#include <dlock/lease_errors.h>
+#include <dlock/local_deadline.h>
+#include <dlock/pq.h>
 
 namespace dlock::client {
 
@@ -69,18 +69,18 @@ std::string interval_text(Millis d);
 // function's answer reads: nullopt for NULL (busy).
 struct Statement {
   std::string sql;
-  std::vector<pgc::Param> params;
+  std::vector<pq::Param> params;
 };
 Statement renew_statement(const Grant& grant, std::optional<Millis> ttl);
 // try_acquire as Leases sends it, for callers that run it themselves (with
 // Connection::run_interruptible) and read the answer with read_grant.
 Statement try_acquire_statement(const std::string& name,
                                 const std::string& owner, const Terms& terms);
-std::optional<Grant> read_grant(const pgc::Result& r, TimePoint sent);
+std::optional<Grant> read_grant(const pq::Result& r, TimePoint sent);
 
 class Leases {
  public:
-  explicit Leases(pgc::Connection& conn) : conn_(conn) {}
+  explicit Leases(pq::Connection& conn) : conn_(conn) {}
 
   // A grant, or a renewal, that the server committed without its
   // synchronous standbys' confirmation (the commit's wait was cancelled) is
@@ -113,7 +113,7 @@ class Leases {
   // g, unless the call that returned it was not replicated (see above).
   std::optional<Grant> replicated(std::optional<Grant> g);
 
-  pgc::Connection& conn_;
+  pq::Connection& conn_;
   std::int64_t busy_polls_ = 0;
 };
 

@@ -1,4 +1,6 @@
-#include "lease.h"
+#include <dlock/lease.h>
+
+#include "errors.h"  // src/core's SQLSTATEs
 
 #include <unistd.h>
 
@@ -37,25 +39,25 @@ std::optional<std::string> interval_param(const std::optional<Millis>& d) {
 }
 
 // The owner a renewal or release sends: NULL when the grant names none.
-pgc::Param owner_param(const Grant& grant) {
+pq::Param owner_param(const Grant& grant) {
   if (grant.owner.empty()) return std::nullopt;
   return grant.owner;
 }
 
 // Runs a lease function; its errors come out as lease_errors.h types.
 template <typename... Args>
-pgc::Result call(pgc::Connection& conn, const std::string& sql,
+pq::Result call(pq::Connection& conn, const std::string& sql,
                  const Args&... args) {
   try {
     return conn.exec(sql, args...);
-  } catch (const pgc::PgError& e) {
+  } catch (const pq::Error& e) {
     rethrow_as_lease_error(e);
   }
 }
 
 // The error for a call whose commit the synchronous standbys did not
 // confirm: what the call did, the server's WARNING and what came of it.
-NotReplicated not_replicated(const pgc::Notice& warning, const Grant& g,
+NotReplicated not_replicated(const pq::Notice& warning, const Grant& g,
                              const std::string& call,
                              const std::string& outcome) {
   return NotReplicated(warning.sqlstate,
@@ -68,7 +70,7 @@ NotReplicated not_replicated(const pgc::Notice& warning, const Grant& g,
 
 }  // namespace
 
-std::optional<Grant> read_grant(const pgc::Result& r, TimePoint sent) {
+std::optional<Grant> read_grant(const pq::Result& r, TimePoint sent) {
   if (r.rows() != 1 || r.isnull(0, 1)) return std::nullopt;  // busy
   Grant g;
   g.name = r.value(0, 0);
@@ -131,20 +133,20 @@ std::optional<Grant> Leases::try_acquire(const std::string& name,
                                          const Terms& terms) {
   TimePoint sent = BootClock::now();
   Statement s = try_acquire_statement(name, owner, terms);
-  pgc::Result r = conn_.run(s.sql, s.params, false);
+  pq::Result r = conn_.run(s.sql, s.params, false);
   if (!r.ok()) raise_lease_error(r);
   return replicated(read_grant(r, sent));
 }
 
 std::optional<Grant> Leases::replicated(std::optional<Grant> g) {
-  std::optional<pgc::Notice> warning = conn_.commit_not_replicated();
+  std::optional<pq::Notice> warning = conn_.commit_not_replicated();
   if (!g || !warning) return g;
   // A release that is its transaction's only write does not wait for the
   // standbys (see dlock's durability rules), so this cannot hang on them.
   std::string outcome;
   try {
     outcome = release(*g) ? "; released it" : "; it was no longer held";
-  } catch (const pgc::PgError& e) {
+  } catch (const pq::Error& e) {
     outcome = std::string("; could not release it (") + e.what() +
               "), it ends at its expiry";
   }
@@ -170,7 +172,7 @@ std::optional<Grant> Leases::acquire(const std::string& name,
     }
   }
   TimePoint sent = BootClock::now();
-  pgc::Result r = conn_.try_exec(
+  pq::Result r = conn_.try_exec(
       std::string(kGrantColumns) +
           "dlock.acquire($1, $2::interval, $3::interval, owner => $4,"
           " lock_delay => $5::interval, max_hold => $6::interval,"
@@ -179,7 +181,8 @@ std::optional<Grant> Leases::acquire(const std::string& name,
       interval_param(terms.lock_delay), interval_param(terms.max_hold),
       interval_param(terms.min_hold));
   if (!r.ok()) {
-    if (r.sqlstate() == "55P03") return std::nullopt;  // waited it all
+    // It waited its whole timeout: busy, not an error.
+    if (r.sqlstate() == sqlstate::lock_not_available) return std::nullopt;
     raise_lease_error(r);
   }
   return replicated(read_grant(r, sent));
@@ -188,7 +191,7 @@ std::optional<Grant> Leases::acquire(const std::string& name,
 Grant Leases::renew(const Grant& grant, std::optional<Millis> ttl) {
   TimePoint sent = BootClock::now();
   Statement s = renew_statement(grant, ttl);
-  pgc::Result r = conn_.run(s.sql, s.params, false);
+  pq::Result r = conn_.run(s.sql, s.params, false);
   if (!r.ok()) raise_lease_error(r);
   std::optional<Grant> g = read_grant(r, sent);
   if (!g) throw ServerError("", "dlock.renew returned no lease");

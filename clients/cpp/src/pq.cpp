@@ -1,4 +1,4 @@
-#include "pg_client.h"
+#include <dlock/pq.h>
 
 #include <poll.h>
 
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace pgc {
+namespace dlock::pq {
 
 namespace {
 
@@ -109,7 +109,7 @@ std::string Result::detail() const {
   return d ? d : "";
 }
 
-void Result::raise() const { throw PgError(sqlstate(), message(), detail()); }
+void Result::raise() const { throw Error(sqlstate(), message(), detail()); }
 
 std::string Result::column_name(int col) const {
   const char* n = res_ ? PQfname(res_, col) : nullptr;
@@ -122,7 +122,7 @@ int Result::cols() const { return res_ ? PQnfields(res_) : 0; }
 
 void Result::check_field(int row, int col) const {
   if (row < 0 || row >= rows() || col < 0 || col >= cols()) {
-    throw PgError("", "field (" + std::to_string(row) + ", " +
+    throw Error("", "field (" + std::to_string(row) + ", " +
                           std::to_string(col) + ") is out of range");
   }
 }
@@ -139,7 +139,7 @@ std::string Result::value(int row, int col) const {
 
 std::int64_t Result::int64(int row, int col) const {
   if (isnull(row, col)) {
-    throw PgError("", "expected a number, got NULL in column " +
+    throw Error("", "expected a number, got NULL in column " +
                           std::string(PQfname(res_, col)));
   }
   const char* text = PQgetvalue(res_, row, col);
@@ -147,7 +147,7 @@ std::int64_t Result::int64(int row, int col) const {
   errno = 0;
   long long v = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0') {
-    throw PgError("", "expected a whole number, got \"" + std::string(text) +
+    throw Error("", "expected a whole number, got \"" + std::string(text) +
                           "\" in column " + PQfname(res_, col));
   }
   return v;
@@ -155,13 +155,13 @@ std::int64_t Result::int64(int row, int col) const {
 
 bool Result::boolean(int row, int col) const {
   if (isnull(row, col)) {
-    throw PgError("", "expected a boolean, got NULL in column " +
+    throw Error("", "expected a boolean, got NULL in column " +
                           std::string(PQfname(res_, col)));
   }
   const char* text = PQgetvalue(res_, row, col);
   if (std::strcmp(text, "t") == 0) return true;
   if (std::strcmp(text, "f") == 0) return false;
-  throw PgError("", "expected a boolean, got \"" + std::string(text) +
+  throw Error("", "expected a boolean, got \"" + std::string(text) +
                         "\" in column " + PQfname(res_, col));
 }
 
@@ -195,12 +195,12 @@ struct Connection::NoticeLog {
 
 Connection::Connection(const std::string& conninfo)
     : Connection(PQconnectdb(conninfo.c_str())) {
-  if (!conn_) throw PgError("", "out of memory allocating a connection");
+  if (!conn_) throw Error("", "out of memory allocating a connection");
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string message = trimmed(PQerrorMessage(conn_));
     close();
     // 08001: the client could not establish the connection.
-    throw PgError("08001", "could not connect: " + message);
+    throw Error("08001", "could not connect: " + message);
   }
 }
 
@@ -248,7 +248,7 @@ void Connection::close() noexcept {
 
 Result Connection::run(const std::string& sql, const std::vector<Param>& params,
                        bool throw_on_error) {
-  if (!conn_) throw PgError("", "connection is closed (moved from)");
+  if (!conn_) throw Error("", "connection is closed (moved from)");
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
@@ -271,7 +271,7 @@ std::optional<Connection> Connection::open_interruptible(
   const char* keys[] = {"dbname", "fallback_application_name", nullptr};
   const char* values[] = {conninfo.c_str(), application_name.c_str(), nullptr};
   Connection c(PQconnectStartParams(keys, values, 1));
-  if (!c.conn_) throw PgError("", "out of memory allocating a connection");
+  if (!c.conn_) throw Error("", "out of memory allocating a connection");
   // libpq's asynchronous connection loop: wait for the socket in the
   // direction PQconnectPoll asks for, then call it again.
   PostgresPollingStatusType step = PGRES_POLLING_WRITING;
@@ -284,7 +284,7 @@ std::optional<Connection> Connection::open_interruptible(
     step = PQconnectPoll(c.conn_);
   }
   if (PQstatus(c.conn_) != CONNECTION_OK) {
-    throw PgError("08001",
+    throw Error("08001",
                   "could not connect: " + trimmed(PQerrorMessage(c.conn_)));
   }
   return c;
@@ -293,7 +293,7 @@ std::optional<Connection> Connection::open_interruptible(
 std::optional<Result> Connection::run_interruptible(
     const std::string& sql, const std::vector<Param>& params,
     const KeepWaiting& keep_waiting) {
-  if (!conn_) throw PgError("", "connection is closed (moved from)");
+  if (!conn_) throw Error("", "connection is closed (moved from)");
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
@@ -318,10 +318,10 @@ std::optional<Result> Connection::run_interruptible(
 
 std::vector<Notification> Connection::notifications(
     std::chrono::milliseconds wait) {
-  if (!conn_) throw PgError("", "connection is closed (moved from)");
+  if (!conn_) throw Error("", "connection is closed (moved from)");
   if (!wait_socket(conn_, false, static_cast<int>(wait.count())) ||
       !PQconsumeInput(conn_) || PQstatus(conn_) != CONNECTION_OK) {
-    throw PgError("08006", "connection lost: " + trimmed(PQerrorMessage(conn_)));
+    throw Error("08006", "connection lost: " + trimmed(PQerrorMessage(conn_)));
   }
   std::vector<Notification> out;
   while (PGnotify* n = PQnotifies(conn_)) {
@@ -337,4 +337,4 @@ void Connection::silence_notices() {
 
 int Connection::backend_pid() const { return conn_ ? PQbackendPID(conn_) : 0; }
 
-}  // namespace pgc
+}  // namespace dlock::pq

@@ -1,4 +1,4 @@
-#include "lease_ended.h"
+#include <dlock/lease_ended.h>
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,7 @@
 //
 // One Connection per thread or process (libpq connections must not be
 // shared). Queries go through PQexecParams with text parameters, so values
-// are never spliced into SQL. Failures throw PgError unless the caller uses
+// are never spliced into SQL. Failures throw Error unless the caller uses
 // try_exec(), which hands back the failed Result for inspection: tests
 // expect some errors (e.g. 55P03 from dlock.acquire) and want to look at
 // the SQLSTATE without paying for an exception.
@@ -23,13 +23,13 @@
 #include <utility>
 #include <vector>
 
-namespace pgc {
+namespace dlock::pq {
 
 // A failed connection or statement. sqlstate() is the server's SQLSTATE,
 // or empty when libpq itself failed (e.g. the connection was lost).
-class PgError : public std::runtime_error {
+class Error : public std::runtime_error {
  public:
-  PgError(std::string sqlstate, const std::string& message,
+  Error(std::string sqlstate, const std::string& message,
           std::string detail = "")
       : std::runtime_error(message),
         sqlstate_(std::move(sqlstate)),
@@ -68,7 +68,7 @@ class Result {
   std::string message() const;
   // The DETAIL of a failed statement, "" if none.
   std::string detail() const;
-  // Throws PgError with this result's SQLSTATE, message() and detail().
+  // Throws Error with this result's SQLSTATE, message() and detail().
   [[noreturn]] void raise() const;
 
   int rows() const;
@@ -77,7 +77,7 @@ class Result {
   bool isnull(int row, int col) const;
   // The text of a field; "" for NULL (check isnull() when it matters).
   std::string value(int row, int col) const;
-  // Typed readers for the common cases; they throw PgError on NULL or on
+  // Typed readers for the common cases; they throw Error on NULL or on
   // text that is not a whole number or a boolean.
   std::int64_t int64(int row, int col) const;
   bool boolean(int row, int col) const;
@@ -147,7 +147,7 @@ using KeepWaiting = std::function<bool()>;
 class Connection {
  public:
   // An empty conninfo lets libpq take everything from the PG* environment
-  // variables (PGHOST, PGPORT, PGUSER, PGDATABASE, ...). Throws PgError if
+  // variables (PGHOST, PGPORT, PGUSER, PGDATABASE, ...). Throws Error if
   // the connection fails.
   explicit Connection(const std::string& conninfo = "");
   ~Connection();
@@ -157,7 +157,7 @@ class Connection {
   Connection(Connection&& other) noexcept;
   Connection& operator=(Connection&& other) noexcept;
 
-  // Runs one statement with text parameters ($1, $2, ...); throws PgError
+  // Runs one statement with text parameters ($1, $2, ...); throws Error
   // if it fails.
   template <typename... Args>
   Result exec(const std::string& sql, const Args&... args) {
@@ -174,7 +174,7 @@ class Connection {
              bool throw_on_error);
 
   // Connects without blocking for more than 50 ms at a time: nullopt if
-  // keep_waiting() said to stop first; throws PgError (08001) on failure.
+  // keep_waiting() said to stop first; throws Error (08001) on failure.
   // application_name is the session's unless conninfo or PGAPPNAME sets one.
   static std::optional<Connection> open_interruptible(
       const std::string& conninfo, const std::string& application_name,
@@ -188,7 +188,7 @@ class Connection {
                                           const KeepWaiting& keep_waiting);
 
   // Waits up to `wait` for the server to send something, then returns the
-  // notifications received so far. Throws PgError (08006) if the
+  // notifications received so far. Throws Error (08006) if the
   // connection is broken.
   std::vector<Notification> notifications(std::chrono::milliseconds wait);
 
@@ -223,4 +223,4 @@ class Connection {
   std::unique_ptr<NoticeLog> log_;
 };
 
-}  // namespace pgc
+}  // namespace dlock::pq

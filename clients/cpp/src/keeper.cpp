@@ -1,10 +1,10 @@
-#include "keeper.h"
+#include <dlock/keeper.h>
 
 #include <algorithm>
 #include <cctype>
 #include <utility>
 
-#include "lease_ended.h"
+#include <dlock/lease_ended.h>
 
 namespace dlock::client {
 
@@ -97,7 +97,7 @@ void Keeper::lose(const std::string& reason) {
 }
 
 void Keeper::run() {
-  std::optional<pgc::Connection> conn;
+  std::optional<pq::Connection> conn;
   bool renew_now = true;  // on every new connection: renew at once
   int failures = 0;
   TimePoint retry_at{};
@@ -109,7 +109,7 @@ void Keeper::run() {
   std::optional<std::string> ended_by;
   // The last renewal did not move the expiry: max_hold caps it.
   bool at_max_hold = false;
-  const pgc::KeepWaiting keep_waiting = [this] {
+  const pq::KeepWaiting keep_waiting = [this] {
     return !stopping_ && !(BootClock::now() >= deadline());
   };
   auto failed = [&](std::string error, bool drop_connection) {
@@ -140,7 +140,7 @@ void Keeper::run() {
     }
     try {
       if (!conn) {
-        conn = pgc::Connection::open_interruptible(
+        conn = pq::Connection::open_interruptible(
             options_.conninfo, kApplicationName, keep_waiting);
         if (!conn) {  // stopping, or the deadline: see above
           last_error = "could not connect in time";
@@ -165,7 +165,7 @@ void Keeper::run() {
         auto wait = std::chrono::duration_cast<Millis>(
             std::clamp<BootClock::duration>(next - now, Millis(0), kLookAgain));
         Grant held = grant();
-        for (const pgc::Notification& n : conn->notifications(wait)) {
+        for (const pq::Notification& n : conn->notifications(wait)) {
           if (n.channel != kLeaseEndedChannel) continue;
           auto ended = parse_lease_ended(n.payload);
           if (ended && ended->name == held.name && ended->token == held.token) {
@@ -211,7 +211,7 @@ void Keeper::run() {
       }
       failed(r->sqlstate() + " " + r->message(),
              is_connection_failure(r->sqlstate()));
-    } catch (const pgc::PgError& e) {
+    } catch (const pq::Error& e) {
       failed(e.what(), true);
     }
   }

@@ -33,8 +33,8 @@
 #include <string>
 #include <thread>
 
-#include "lease.h"
-#include "local_deadline.h"
+#include <dlock/lease.h>
+#include <dlock/local_deadline.h>
 
 namespace dlock::client {
 

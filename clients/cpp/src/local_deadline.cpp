@@ -1,4 +1,4 @@
-#include "local_deadline.h"
+#include <dlock/local_deadline.h>
 
 #include <time.h>
 
