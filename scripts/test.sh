@@ -76,7 +76,8 @@ tap() {
   local dir
   dir=$(mktemp -d /tmp/dlock-tap.XXXXXX)
   cp -r "$DLOCK_ROOT/test/tap" "$dir/t"
-  cp "$DLOCK_ROOT/README.md" "$dir/README.md"  # 007 runs its quickstart, 014 its recipe
+  cp "$DLOCK_ROOT/README.md" "$dir/README.md"  # 007 runs its quickstart
+  cp -r "$DLOCK_ROOT/docs" "$dir/docs"  # 014 runs the pg_cron page's recipe, 015 checks the metrics page
   cp -r "$DLOCK_ROOT/monitoring" "$dir/monitoring"  # 015 serves its queries file
   # 009 runs the CMake build's pooler stress program (the googletest suite
   # builds it); without it, 009 fails and says so.
@@ -102,7 +103,7 @@ suite "googletest (unit + libpq stress)" googletest
 suite "installed client library" installed_client
 suite "tap" tap
 suite "client examples (psql, Python, Node.js, C++)" bash "$DLOCK_ROOT/examples/run.sh"
-# The failure runs, short; README.md (Development) gives the long forms.
+# The failure runs, short; docs/development.md gives the long forms.
 suite "fault soak" bash "$DLOCK_ROOT/test/soak/run.sh"
 suite "failover (Patroni, etcd)" bash "$DLOCK_ROOT/test/failover/run.sh"
 suite "sqlsmith" bash "$DLOCK_ROOT/test/sqlsmith/run.sh" --queries 5000
