@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every dlock test suite on a fresh throwaway cluster: the static
-# checks, pg_regress and isolation specs, GoogleTest unit tests and libpq
-# stress tests, and the TAP tests (crash and restart, each on clusters of
+# checks (the documentation's links among them), pg_regress and isolation
+# specs, GoogleTest unit tests and libpq stress tests, and the TAP tests (crash and restart, each on clusters of
 # their own) and the client examples; then the failure runs in their short
 # forms, each with servers of its own: the fault soak, failovers under
 # Patroni, sqlsmith, the libFuzzer target and the sanitizer build; last, the
@@ -45,7 +45,9 @@ suite() {
 
 static_checks() {
   bash "$DLOCK_ROOT/scripts/check-boundary.sh" &&
-    bash "$DLOCK_ROOT/scripts/check-released-scripts.sh"
+    bash "$DLOCK_ROOT/scripts/check-released-scripts.sh" &&
+    python3 "$DLOCK_ROOT/scripts/check-doc-links.py" --self-test &&
+    python3 "$DLOCK_ROOT/scripts/check-doc-links.py"
 }
 
 regress() {
