@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every dlock test suite on a fresh throwaway cluster: the static
-# checks (the documentation's links among them), pg_regress and isolation
-# specs, GoogleTest unit tests and libpq stress tests, and the TAP tests (crash and restart, each on clusters of
-# their own) and the client examples; then the failure runs in their short
-# forms, each with servers of its own: the fault soak, failovers under
-# Patroni, sqlsmith, the libFuzzer target and the sanitizer build; last, the
-# packages, built, installed, used and purged. Everything is compiled
-# with warnings as errors.
+# checks (the documentation's links among them), the reference's coverage
+# of the extension, pg_regress and isolation specs, GoogleTest unit tests
+# and libpq stress tests, and the TAP tests (crash and restart, each on
+# clusters of their own) and the client examples; then the failure runs in
+# their short forms, each with servers of its own: the fault soak,
+# failovers under Patroni, sqlsmith, the libFuzzer target and the sanitizer
+# build; last, the packages, built, installed, used and purged. Everything
+# is compiled with warnings as errors.
 # Usage: bash scripts/test.sh   (as root, or as a user with sudo)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -48,6 +49,12 @@ static_checks() {
     bash "$DLOCK_ROOT/scripts/check-released-scripts.sh" &&
     python3 "$DLOCK_ROOT/scripts/check-doc-links.py" --self-test &&
     python3 "$DLOCK_ROOT/scripts/check-doc-links.py"
+}
+
+# Every function, view and setting CREATE EXTENSION dlock makes has its
+# entry in docs/reference/ (in a scratch database of the cluster).
+doc_reference() {
+  python3 "$DLOCK_ROOT/scripts/check-doc-reference.py"
 }
 
 regress() {
@@ -100,6 +107,7 @@ tap() {
 }
 
 suite "static checks" static_checks
+suite "documented reference" doc_reference
 suite "pg_regress + isolation" regress
 suite "googletest (unit + libpq stress)" googletest
 suite "installed client library" installed_client
