@@ -1,5 +1,5 @@
 // The dlock command: runs a command under a lease, and takes, renews,
-// releases and shows leases from scripts. CONTRIBUTING.md lists its files.
+// releases and shows leases from scripts. cli/README.md lists its files.
 #include <cstdio>
 #include <string>
 #include <variant>

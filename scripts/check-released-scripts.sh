@@ -2,7 +2,7 @@
 # Released extension scripts are frozen: a database installed or updated
 # with one must stay reproducible. extension/released.sha256 lists every
 # released script with its checksum; this fails if one changed or is gone.
-# Releasing a version adds its scripts to the list (see CONTRIBUTING.md).
+# Releasing a version adds its scripts to the list (see docs/development.md).
 # Usage: bash scripts/check-released-scripts.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../extension"

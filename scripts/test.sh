@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every dlock test suite on a fresh throwaway cluster: the static
-# checks, pg_regress and isolation specs, GoogleTest unit tests and libpq
-# stress tests, and the TAP tests (crash and restart, each on clusters of
-# their own) and the client examples; then the failure runs in their short
-# forms, each with servers of its own: the fault soak, failovers under
-# Patroni, sqlsmith, the libFuzzer target and the sanitizer build; last, the
-# packages, built, installed, used and purged. Everything is compiled
-# with warnings as errors.
+# checks (the documentation's links among them), the reference's coverage
+# of the extension, pg_regress and isolation specs, GoogleTest unit tests
+# and libpq stress tests, and the TAP tests (crash and restart, each on
+# clusters of their own) and the client examples; then the failure runs in
+# their short forms, each with servers of its own: the fault soak,
+# failovers under Patroni, sqlsmith, the libFuzzer target and the sanitizer
+# build; last, the packages, built, installed, used and purged. Everything
+# is compiled with warnings as errors.
 # Usage: bash scripts/test.sh   (as root, or as a user with sudo)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -45,7 +46,15 @@ suite() {
 
 static_checks() {
   bash "$DLOCK_ROOT/scripts/check-boundary.sh" &&
-    bash "$DLOCK_ROOT/scripts/check-released-scripts.sh"
+    bash "$DLOCK_ROOT/scripts/check-released-scripts.sh" &&
+    python3 "$DLOCK_ROOT/scripts/check-doc-links.py" --self-test &&
+    python3 "$DLOCK_ROOT/scripts/check-doc-links.py"
+}
+
+# Every function, view and setting CREATE EXTENSION dlock makes has its
+# entry in docs/reference/ (in a scratch database of the cluster).
+doc_reference() {
+  python3 "$DLOCK_ROOT/scripts/check-doc-reference.py"
 }
 
 regress() {
@@ -76,7 +85,8 @@ tap() {
   local dir
   dir=$(mktemp -d /tmp/dlock-tap.XXXXXX)
   cp -r "$DLOCK_ROOT/test/tap" "$dir/t"
-  cp "$DLOCK_ROOT/README.md" "$dir/README.md"  # 007 runs its quickstart, 014 its recipe
+  cp "$DLOCK_ROOT/README.md" "$dir/README.md"  # 007 runs its quickstart
+  cp -r "$DLOCK_ROOT/docs" "$dir/docs"  # 014 runs the pg_cron page's recipe, 015 checks the metrics page
   cp -r "$DLOCK_ROOT/monitoring" "$dir/monitoring"  # 015 serves its queries file
   # 009 runs the CMake build's pooler stress program (the googletest suite
   # builds it); without it, 009 fails and says so.
@@ -97,12 +107,13 @@ tap() {
 }
 
 suite "static checks" static_checks
+suite "documented reference" doc_reference
 suite "pg_regress + isolation" regress
 suite "googletest (unit + libpq stress)" googletest
 suite "installed client library" installed_client
 suite "tap" tap
 suite "client examples (psql, Python, Node.js, C++)" bash "$DLOCK_ROOT/examples/run.sh"
-# The failure runs, short; README.md (Development) gives the long forms.
+# The failure runs, short; docs/development.md gives the long forms.
 suite "fault soak" bash "$DLOCK_ROOT/test/soak/run.sh"
 suite "failover (Patroni, etcd)" bash "$DLOCK_ROOT/test/failover/run.sh"
 suite "sqlsmith" bash "$DLOCK_ROOT/test/sqlsmith/run.sh" --queries 5000

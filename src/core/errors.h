@@ -1,6 +1,6 @@
 // dlock's error type and the table of every SQLSTATE a dlock call can end
-// with. The README's "Errors" table is this table, row for row; a unit test
-// fails when they differ.
+// with. The table of docs/reference/errors.md is this table, row for row; a
+// unit test fails when they differ.
 #pragma once
 #include "plain_cpp.h"
 
@@ -34,7 +34,7 @@ inline constexpr char internal_error[] = "XX000";
 }  // namespace sqlstate
 
 // One row of the errors table: the code, its name, and what raises it
-// (Markdown, as the README shows it).
+// (Markdown, as docs/reference/errors.md shows it).
 struct ErrorCode {
   const char* sqlstate;
   const char* name;

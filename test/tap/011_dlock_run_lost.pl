@@ -11,7 +11,7 @@
 #  - dlock itself killed (SIGKILL): COMMAND dies with it, before the
 #    expiry, and the lease is left to expire.
 # Latencies are printed with note(); the assertions bound them loosely,
-# where promptness is the point (see CONTRIBUTING.md's Tests).
+# where promptness is the point (see docs/development.md's Tests).
 use strict;
 use warnings;
 use FindBin;

@@ -1,6 +1,6 @@
-# The README's scheduled sweep, run by pg_cron (Debian package
-# postgresql-15-cron) with the postgresql.conf lines of README.md's
-# "Scheduled sweeps with pg_cron": pg_cron's jobs live in database
+# The documented scheduled sweep, run by pg_cron (Debian package
+# postgresql-15-cron) with the postgresql.conf lines of
+# docs/operations/pg_cron.md: pg_cron's jobs live in database
 # postgres, dlock in database app. A role with EXECUTE on dlock.sweep and
 # nothing else sweeps the old rows and keeps the live ones; a role without
 # the grant gets a failed run with the permission error; pg_cron's own
@@ -20,17 +20,17 @@ chomp $pkglibdir;
 die 'pg_cron is not installed (Debian package postgresql-15-cron)'
   unless -e "$pkglibdir/pg_cron.so";
 
-my ($conf) = readme_section('Scheduled sweeps with pg_cron') =~ /```ini\n(.*?)```/s
-  or die 'the README section on pg_cron has no ini block';
+my ($conf) = doc_text('docs/operations/pg_cron.md') =~ /```ini\n(.*?)```/s
+  or die 'docs/operations/pg_cron.md has no ini block';
 like($conf, qr/^cron\.use_background_workers = on$/m,
-	'the README runs jobs in background workers: the node listens on a unix socket only');
+	'the pg_cron page runs jobs in background workers: the node listens on a unix socket only');
 my $node = new_node('cron', conf => $conf);
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_cron; CREATE DATABASE app');
 create_dlock($node, db => 'app');
 
 sub app { return $node->safe_psql('app', $_[0]) }
 
-# The roles of the README: one that may sweep, one that may not.
+# The roles of the pg_cron page: one that may sweep, one that may not.
 app(q{
 CREATE ROLE dlock_sweeper LOGIN;
 GRANT EXECUTE ON FUNCTION dlock.sweep(interval) TO dlock_sweeper;
@@ -72,7 +72,7 @@ is( app($rows_sql),
 	'before the sweep: a row per lease');
 
 # Scheduled by the superuser for each role, every minute; the history
-# cleaning as in the README, run as the superuser in database postgres.
+# cleaning as on the pg_cron page, run as the superuser in database postgres.
 $node->safe_psql('postgres', q{
 SELECT cron.schedule_in_database('dlock-sweep', '* * * * *',
                                  $$SELECT dlock.sweep('0 s')$$, 'app', 'dlock_sweeper');

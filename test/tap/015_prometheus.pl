@@ -237,14 +237,15 @@ within($waited, $release_at - $queued_seen, $before - $queued_since,
 	'report: waited from its queueing until the release');
 is($m->{'dlock_stats_max_wait_seconds{name="report"}'}, $waited, 'report: the one wait is the longest');
 
-# The README documents every metric served, and its alert rules use only those.
-my $section = readme_section('Prometheus metrics');
+# The Prometheus page documents every metric served, and its alert rules use
+# only those.
+my $section = doc_text('docs/operations/prometheus.md');
 my %served = map { /^(\w+)/; ($1 => 1) } grep { /^dlock_/ } keys %$first;
 my %documented = map { $_ => 1 }
   map { /`(dlock_\w+)`/g } grep { /^\| `dlock_/ } split /\n/, $section;
 is_deeply([ sort keys %documented ], [ sort keys %served ],
-	'the README\'s table lists exactly the metrics served');
-my ($rules) = $section =~ /```yaml\n(.*?)```/s or die 'the README has no alert rules';
+	'the Prometheus page\'s table lists exactly the metrics served');
+my ($rules) = $section =~ /```yaml\n(.*?)```/s or die 'the Prometheus page has no alert rules';
 my @unknown = grep { !$served{$_} } $rules =~ /\b(dlock_\w+)/g;
 is("@unknown", '', 'the alert rules use only metrics served');
 

@@ -23,7 +23,7 @@ our @EXPORT = qw(
   start_client finish_client wait_queued
   start_pgbouncer stop_pgbouncer pgbouncer_show
   new_faketime_node set_clock_offset clock_skew lease_columns
-  readme_section cron_run
+  doc_text cron_run
   start_exporter scrape stop_exporter
 );
 
@@ -352,16 +352,14 @@ sub lease_columns
 		"SELECT $select FROM dlock.leases WHERE name = '$name'");
 }
 
-# The text of README.md's section "## $title", up to the next "## "
-# heading. The test command copies README.md next to the tests' directory.
-sub readme_section
+# The text of the documentation page $path (e.g. 'docs/operations/pg_cron.md'),
+# relative to the source tree's root. The test command copies README.md
+# and docs/ next to the tests' directory.
+sub doc_text
 {
-	my ($title) = @_;
-	my $readme = PostgreSQL::Test::Utils::slurp_file(
-		File::Basename::dirname(Cwd::abs_path($0)) . '/../README.md');
-	my ($section) = $readme =~ /^## \Q$title\E\n(.*?)(?=^## |\z)/ms
-	  or die "README.md has no section \"## $title\"";
-	return $section;
+	my ($path) = @_;
+	return PostgreSQL::Test::Utils::slurp_file(
+		File::Basename::dirname(Cwd::abs_path($0)) . "/../$path");
 }
 
 # The first finished run of pg_cron's job $job on $node (pg_cron's tables

@@ -1,6 +1,6 @@
 // Unit tests of src/core/errors: dlock::Error keeps what the glue turns
 // into ereport(ERROR): SQLSTATE, message, DETAIL and HINT; and the errors
-// table is the README's.
+// table is the one of docs/reference/errors.md.
 #include "errors.h"
 
 #include <gtest/gtest.h>
@@ -95,16 +95,16 @@ TEST(ErrorCodes, AreValidUniqueAndKept) {
   }
 }
 
-// The rows of the README's "## Errors" table: code, name, raised by.
-std::vector<std::vector<std::string>> readme_error_rows() {
-  std::ifstream readme(std::string(DLOCK_SOURCE_DIR) + "/README.md");
-  EXPECT_TRUE(readme.good()) << "README.md not found";
+// The rows of the table at the top of docs/reference/errors.md (before its
+// first "## " heading): code, name, raised by, added in.
+std::vector<std::vector<std::string>> documented_error_rows() {
+  std::ifstream page(std::string(DLOCK_SOURCE_DIR) + "/docs/reference/errors.md");
+  EXPECT_TRUE(page.good()) << "docs/reference/errors.md not found";
   std::vector<std::vector<std::string>> rows;
   std::string line;
-  bool in_section = false;
-  while (std::getline(readme, line)) {
-    if (line.rfind("## ", 0) == 0) in_section = line == "## Errors";
-    if (!in_section || line.rfind("| `", 0) != 0) continue;
+  while (std::getline(page, line)) {
+    if (line.rfind("## ", 0) == 0) break;
+    if (line.rfind("| `", 0) != 0) continue;
     std::vector<std::string> cells;
     std::stringstream parts(line.substr(1));
     std::string cell;
@@ -118,15 +118,33 @@ std::vector<std::vector<std::string>> readme_error_rows() {
   return rows;
 }
 
-TEST(ErrorCodes, AreTheReadmeErrorsTableRowForRow) {
-  std::vector<std::vector<std::string>> rows = readme_error_rows();
+// A release of dlock: digits, a dot, digits, a dot, digits.
+bool is_version(const std::string& text) {
+  int dots = 0;
+  bool digit_before = false;
+  for (char c : text) {
+    if (c == '.' && digit_before) {
+      ++dots;
+      digit_before = false;
+    } else if (c >= '0' && c <= '9') {
+      digit_before = true;
+    } else {
+      return false;
+    }
+  }
+  return dots == 2 && digit_before;
+}
+
+TEST(ErrorCodes, AreTheDocumentedErrorsTableRowForRow) {
+  std::vector<std::vector<std::string>> rows = documented_error_rows();
   ASSERT_EQ(rows.size(), std::size(kErrorCodes));
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const ErrorCode& code = kErrorCodes[i];
-    ASSERT_EQ(rows[i].size(), 3u) << "README row " << i;
+    ASSERT_EQ(rows[i].size(), 4u) << "errors.md row " << i;
     EXPECT_EQ(rows[i][0], "`" + std::string(code.sqlstate) + "`");
     EXPECT_EQ(rows[i][1], code.name) << code.sqlstate;
     EXPECT_EQ(rows[i][2], code.raised_by) << code.sqlstate;
+    EXPECT_TRUE(is_version(rows[i][3])) << code.sqlstate << ": added in " << rows[i][3];
   }
 }
 
