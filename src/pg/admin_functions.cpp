@@ -1,5 +1,13 @@
 // SQL-callable administration: force_release, release_all and sweep.
 
+#include "../core/arguments.h"
+#include "../core/deadline.h"
+#include "../core/duration.h"
+#include "../core/errors.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+#include "../core/lease_stats.h"
+
 #include "args.h"
 #include "authorization.h"
 #include "boundary.h"

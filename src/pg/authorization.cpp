@@ -1,3 +1,7 @@
+#include <optional>
+
+#include "../core/errors.h"
+
 #include "authorization.h"
 #include "boundary.h"
 

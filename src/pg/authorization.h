@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "lease_row.h"
-#include "pg_headers.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 

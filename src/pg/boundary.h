@@ -17,6 +17,10 @@
 //    of leaving PostgreSQL's error stack pointing at a dead frame.
 #pragma once
 
+#include <type_traits>
+
+// Glue headers include PostgreSQL's headers through this one, so that the
+// C++ headers the wall needs always come first.
 #include "pg_headers.h"
 
 // A glue struct lives in frames that PostgreSQL may longjmp through.

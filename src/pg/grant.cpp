@@ -1,3 +1,13 @@
+#include <optional>
+
+#include "../core/arguments.h"
+#include "../core/deadline.h"
+#include "../core/duration.h"
+#include "../core/errors.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+#include "../core/lease_stats.h"
+
 #include "grant.h"
 #include "args.h"
 #include "authorization.h"

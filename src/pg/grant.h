@@ -4,8 +4,10 @@
 // another transaction wrote meanwhile is read and decided again.
 #pragma once
 
+#include "../core/deadline.h"
+#include "../core/duration.h"
+
 #include "boundary.h"
-#include "pg_headers.h"
 
 namespace dlock::pg {
 

@@ -1,3 +1,9 @@
+#include <optional>
+
+#include "../core/duration.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+
 #include "holder_rows.h"
 #include "relations.h"
 #include "spi.h"

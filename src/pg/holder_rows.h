@@ -7,9 +7,12 @@
 
 #include <optional>
 
+#include "../core/duration.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+
 #include "boundary.h"
 #include "lease_row.h"
-#include "pg_headers.h"
 
 namespace dlock::pg {
 

@@ -2,6 +2,17 @@
 // and assert_held. The rules live in src/core; this file reads arguments,
 // applies them through grant.h and release.h, and builds results.
 
+#include <optional>
+
+#include "../core/arguments.h"
+#include "../core/deadline.h"
+#include "../core/duration.h"
+#include "../core/errors.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+#include "../core/lease_stats.h"
+#include "../core/tokens.h"
+
 #include "args.h"
 #include "authorization.h"
 #include "boundary.h"

@@ -1,3 +1,5 @@
+#include "../core/deadline.h"
+
 #include "lease_queue.h"
 #include "gate.h"
 #include "lock_wait.h"

@@ -1,3 +1,9 @@
+#include <optional>
+
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+#include "../core/tokens.h"
+
 #include "lease_row.h"
 #include "intervals.h"
 #include "relations.h"

@@ -5,8 +5,11 @@
 
 #include <optional>
 
+#include "../core/duration.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+
 #include "boundary.h"
-#include "pg_headers.h"
 
 namespace dlock::pg {
 

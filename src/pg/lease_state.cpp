@@ -1,6 +1,9 @@
 // dlock.lease_state(): src/core's lease_state() for SQL, so that the views
 // and the sweep judge a lease exactly as the lease functions do.
 
+#include "../core/duration.h"
+#include "../core/lease_rules.h"
+
 #include "boundary.h"
 #include "intervals.h"
 

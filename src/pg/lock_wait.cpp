@@ -1,3 +1,8 @@
+#include <csignal>
+
+#include "../core/deadline.h"
+#include "../core/duration.h"
+
 #include "lock_wait.h"
 
 namespace dlock::pg {

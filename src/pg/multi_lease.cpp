@@ -3,6 +3,14 @@
 // byte order, so that nobody sees a part of them held and two callers
 // never wait for each other in a cycle.
 
+#include "../core/arguments.h"
+#include "../core/deadline.h"
+#include "../core/duration.h"
+#include "../core/errors.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+#include "../core/lease_stats.h"
+
 #include "args.h"
 #include "boundary.h"
 #include "gate.h"

@@ -1,5 +1,11 @@
-#include "relations.h"
+#include <optional>
 
+#include "../core/duration.h"
+#include "../core/errors.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+
+#include "relations.h"
 #include "boundary.h"
 #include "lease_row.h"
 

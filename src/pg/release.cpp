@@ -1,3 +1,9 @@
+#include <optional>
+
+#include "../core/deadline.h"
+#include "../core/lease_rules.h"
+#include "../core/lease_stats.h"
+
 #include "release.h"
 #include "holder_rows.h"
 #include "lease_queue.h"

@@ -1,5 +1,11 @@
-#include "stats.h"
+#include <algorithm>
+#include <cstddef>
 
+#include "../core/arguments.h"
+#include "../core/duration.h"
+#include "../core/lease_stats.h"
+
+#include "stats.h"
 #include "boundary.h"
 #include "settings.h"
 
