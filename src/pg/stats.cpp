@@ -48,13 +48,14 @@ Size stats_memory_size() {
                   hash_estimate_size(stats_max, sizeof(StatsEntry)));
 }
 
-void request_memory() {
+extern "C" {
+static void request_memory() {
   if (previous_request) previous_request();
   RequestAddinShmemSpace(stats_memory_size());
   RequestNamedLWLockTranche(kStatsTranche, 1);
 }
 
-void attach_memory() {
+static void attach_memory() {
   if (previous_startup) previous_startup();
   LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
   bool found;
@@ -71,6 +72,7 @@ void attach_memory() {
                           HASH_ELEM | HASH_BLOBS);
   LWLockRelease(AddinShmemInitLock);
 }
+}  // extern "C"
 
 StatsKey key_of(Oid dbid, const char* name) {
   StatsKey key;
