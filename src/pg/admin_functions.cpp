@@ -116,11 +116,11 @@ constexpr int kSweepBatch = 10000;
 // decoded into the caller's memory (used after owner_spi_finish()). With
 // `flags`, each row's boolean column after those, too.
 int decoded_rows(SavedPlan& plan, const Datum* args, const char* nulls,
-                 bool holders, StoredLease** rows, bool** flags) {
+                 bool holders, LeaseRow** rows, bool** flags) {
   OwnerSpi spi = owner_spi_connect();
   int n = static_cast<int>(run_plan(plan, args, nulls));
-  *rows = static_cast<StoredLease*>(
-      MemoryContextAllocZero(spi.caller_cxt, sizeof(StoredLease) * (n + 1)));
+  *rows = static_cast<LeaseRow*>(
+      MemoryContextAllocZero(spi.caller_cxt, sizeof(LeaseRow) * (n + 1)));
   if (flags != nullptr) {
     *flags = static_cast<bool*>(
         MemoryContextAllocZero(spi.caller_cxt, sizeof(bool) * (n + 1)));
@@ -159,8 +159,8 @@ DLOCK_FUNCTION(dlock_force_release) {
                    CStringGetTextDatum(by), CStringGetTextDatum(reason),
                    Int64GetDatum(token)};
   const char* nulls = any_token ? "    n" : "     ";
-  StoredLease* leases;
-  StoredLease* holders;
+  LeaseRow* leases;
+  LeaseRow* holders;
   bool* lease_unreleased;
   bool* holder_unreleased;
   int n_leases = decoded_rows(force_release_lease, args, nulls, false, &leases,
@@ -170,10 +170,10 @@ DLOCK_FUNCTION(dlock_force_release) {
   if (n_leases + n_holders == 0) PG_RETURN_NULL();
   wake_queue_head(name);
   // The grant returned: the exclusive one, else the latest holder's.
-  const StoredLease* shown = nullptr;
+  const LeaseRow* shown = nullptr;
   for (int i = 0; i < n_leases + n_holders; ++i) {
     bool is_lease = i < n_leases;
-    const StoredLease& ended = is_lease ? leases[i] : holders[i - n_leases];
+    const LeaseRow& ended = is_lease ? leases[i] : holders[i - n_leases];
     // A grant its holder had released (inside its min_hold) ends no work.
     bool unreleased =
         is_lease ? lease_unreleased[i] : holder_unreleased[i - n_leases];
@@ -209,8 +209,8 @@ DLOCK_FUNCTION(dlock_release_all) {
   PreventCommandIfReadOnly("dlock.release_all()");
   require_current_sql_objects();
   Datum args[1] = {CStringGetTextDatum(owner)};
-  StoredLease* leases;
-  StoredLease* holders;
+  LeaseRow* leases;
+  LeaseRow* holders;
   int n_leases =
       decoded_rows(leases_of_owner, args, " ", false, &leases, nullptr);
   int n_holders =
@@ -220,8 +220,8 @@ DLOCK_FUNCTION(dlock_release_all) {
   TimestampTz now = GetCurrentTimestamp();
   int released = 0;
   for (int i = 0; i < n; ++i) {
-    const StoredLease& row = i < n_leases ? leases[i] : holders[i - n_leases];
-    if (!dlock::is_held(rules_row(row), now) || !may_act_for(row.acquired_by)) {
+    const LeaseRow& row = i < n_leases ? leases[i] : holders[i - n_leases];
+    if (!dlock::is_held(grant_of(row), now) || !may_act_for(row.acquired_by)) {
       continue;
     }
     wait_gate(row.name);

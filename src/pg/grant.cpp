@@ -31,18 +31,18 @@ DLOCK_PLAIN_STRUCT(dlock::Holder);
 // Whether the grant in `row` is the caller's: the same owner name under a
 // role that may not act for the lease's role is another owner, and so is
 // the default owner (see attempt_grant()).
-bool is_callers(const StoredLease& row, const LeaseRequest& req) {
+bool is_callers(const LeaseRow& row, const LeaseRequest& req) {
   return req.explicit_owner && strcmp(row.owner, req.owner) == 0 &&
          may_act_for(row.acquired_by);
 }
 
-// The lease_store row as the grant decision sees it.
-std::optional<LeaseRow> rules_view(const std::optional<StoredLease>& row,
-                                   const LeaseRequest& req) {
+// The lease_store row's grant as the grant decision sees it.
+std::optional<LeaseGrant> callers_view(const std::optional<LeaseRow>& row,
+                                       const LeaseRequest& req) {
   if (!row) return std::nullopt;
-  LeaseRow rules = rules_row(*row);
-  rules.same_owner = is_callers(*row, req);
-  return rules;
+  LeaseGrant grant = grant_of(*row);
+  grant.same_owner = is_callers(*row, req);
+  return grant;
 }
 
 bool is_plain(const LeaseRequest& req) {
@@ -66,7 +66,7 @@ struct Decision {
 DLOCK_PLAIN_STRUCT(Decision);
 
 [[noreturn]] void raise_other_mode(const LeaseRequest& req,
-                                   const StoredLease& mine) {
+                                   const LeaseRow& mine) {
   throw_error(sqlstate::lease_mode_conflict,
               psprintf("owner \"%s\" holds lease \"%s\" %s", req.owner,
                        req.name, mine.shared ? "shared" : "exclusive"),
@@ -99,14 +99,14 @@ DLOCK_PLAIN_STRUCT(Decision);
 // exclusive request on a name without holders is the single-holder rule
 // (lease_rules.h); anything else combines every grant of the name
 // (holders.h).
-Decision decide(const std::optional<StoredLease>& row, const LeaseRows& rows,
+Decision decide(const std::optional<LeaseRow>& row, const LeaseRows& rows,
                 const LeaseRequest& req, Micros now) {
   Decision d{Step::busy, Grant::busy, -1, 0};
-  std::optional<LeaseRow> rules = rules_view(row, req);
+  std::optional<LeaseGrant> grant = callers_view(row, req);
   if (is_plain(req) && rows.count == 0) {
-    d.kind = dlock::decide_grant(rules, now);
+    d.kind = dlock::decide_grant(grant, now);
     if (d.kind == Grant::busy) {
-      d.free_at = dlock::free_at(*rules);
+      d.free_at = dlock::free_at(*grant);
     } else {
       d.step = Step::write_store;
     }
@@ -118,11 +118,11 @@ Decision decide(const std::optional<StoredLease>& row, const LeaseRows& rows,
   auto* all = static_cast<dlock::Holder*>(palloc(sizeof(dlock::Holder) * n));
   if (row) {
     all[0] = dlock::Holder{};
-    all[0].row = *rules;
+    all[0].grant = *grant;
   }
   for (int i = 0; i < rows.count; ++i) {
     all[first_holder + i] = holder_of(rows.rows[i]);
-    all[first_holder + i].row.same_owner = is_callers(rows.rows[i], req);
+    all[first_holder + i].grant.same_owner = is_callers(rows.rows[i], req);
   }
   dlock::HolderRequest request{
       req.shared ? dlock::HolderMode::shared : dlock::HolderMode::exclusive,
@@ -138,7 +138,7 @@ Decision decide(const std::optional<StoredLease>& row, const LeaseRows& rows,
       return d;
     case HolderGrant::same_token:
       for (int i = 0; i < n; ++i) {
-        if (!all[i].row.same_owner || !dlock::is_held(all[i].row, now)) {
+        if (!all[i].grant.same_owner || !dlock::is_held(all[i].grant, now)) {
           continue;
         }
         if (i < first_holder) {
@@ -159,7 +159,7 @@ Decision decide(const std::optional<StoredLease>& row, const LeaseRows& rows,
     }
     case HolderGrant::other_mode:
       for (int i = first_holder; i < n; ++i) {
-        if (all[i].row.same_owner && dlock::is_held(all[i].row, now)) {
+        if (all[i].grant.same_owner && dlock::is_held(all[i].grant, now)) {
           raise_other_mode(req, rows.rows[i - first_holder]);
         }
       }
@@ -172,14 +172,14 @@ Decision decide(const std::optional<StoredLease>& row, const LeaseRows& rows,
 
 // Whether a new grant replaced one its holder never released (it expired,
 // and its lock-delay passed): a takeover.
-bool takes_over(Grant kind, const std::optional<StoredLease>& row) {
+bool takes_over(Grant kind, const std::optional<LeaseRow>& row) {
   return kind == Grant::new_token && !row->released;
 }
 
 // A new grant (token new_token, at `now`) ended `old`, which expired
 // unreleased: its holder is told (lease_ended.h), and it counts as a
 // takeover.
-void taken_over(const char* name, const StoredLease& old, int64 new_token,
+void taken_over(const char* name, const LeaseRow& old, int64 new_token,
                 Micros now) {
   notify_taken_over(name, old.token, new_token);
   count_event(name, dlock::LeaseEvent::takeover,
@@ -192,15 +192,15 @@ void taken_over(const char* name, const StoredLease& old, int64 new_token,
 void remove_gone_holders(const LeaseRows& rows, const char* name,
                          int64 new_token, Micros now) {
   for (int i = 0; i < rows.count; ++i) {
-    const StoredLease& holder = rows.rows[i];
-    if (dlock::occupies(rules_row(holder), now)) continue;
+    const LeaseRow& holder = rows.rows[i];
+    if (dlock::occupies(grant_of(holder), now)) continue;
     (void)delete_row(holder);
     if (!holder.released) taken_over(name, holder, new_token, now);
   }
 }
 
 void log_grant(const LeaseRequest& req, Step step, Grant kind,
-               const std::optional<StoredLease>& row, int64 token) {
+               const std::optional<LeaseRow>& row, int64 token) {
   const char* mode = req.shared ? " (shared)"
                      : req.permits > 1
                          ? psprintf(" (a permit of %d)", req.permits)
@@ -228,8 +228,8 @@ void log_grant(const LeaseRequest& req, Step step, Grant kind,
 // row answers at once, and a name whose holders occupy it is found busy
 // with the gate taken, where the holders are read anyway.
 Peek peek(const LeaseRequest& req, bool exact, Micros* free_in,
-          std::optional<StoredLease>* read) {
-  std::optional<StoredLease>& row = *read;
+          std::optional<LeaseRow>* read) {
+  std::optional<LeaseRow>& row = *read;
   row = read_lease(req.name);
   LeaseRows holders{nullptr, 0};
   if (exact || !is_plain(req)) holders = read_holders(req.name, Seen::snapshot);
@@ -243,7 +243,7 @@ Peek peek(const LeaseRequest& req, bool exact, Micros* free_in,
 }
 
 // grant_gated() on the lease_store row as read before the gate.
-Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
+Attempt grant_with_gate(const LeaseRequest& req, std::optional<LeaseRow> row,
                         Granted* out, Micros* free_in) {
   // Decided again when writing, on the rows as they are now: the lease
   // may have changed since it was read, and time has passed. With the
@@ -253,8 +253,8 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
   Micros now;
   Decision d;
   GrantTerms terms;
-  const StoredLease* extended = nullptr;  // the grant a retry extends
-  std::optional<StoredLease> ended;       // the exclusive row a holder replaced
+  const LeaseRow* extended = nullptr;  // the grant a retry extends
+  std::optional<LeaseRow> ended;       // the exclusive row a holder replaced
   for (;;) {
     holders = read_holders(req.name, Seen::latest);
     now = GetCurrentTimestamp();
@@ -284,7 +284,7 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
     // row this decision saw with the row as it is: check it here. In READ
     // COMMITTED it was read with the gate held and cannot have changed.
     if (d.step == Step::new_holder || d.step == Step::extend_holder) {
-      std::optional<StoredLease> latest = read_lease(req.name, Seen::latest);
+      std::optional<LeaseRow> latest = read_lease(req.name, Seen::latest);
       if (!same_version(row, latest)) {
         if (IsolationUsesXactSnapshot()) raise_serialization_failure();
         row = latest;
@@ -292,7 +292,7 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
       }
     }
     if (d.step == Step::new_holder && row &&
-        !dlock::occupies(rules_row(*row), now)) {
+        !dlock::occupies(grant_of(*row), now)) {
       // The name's exclusive grant has ended: its row goes, as gone
       // holders' rows do, and a holder that never released it is told.
       if (delete_row(*row) == RowWrite::changed) {
@@ -385,7 +385,7 @@ LeaseRequest lease_request_for(const LeaseRequest& terms, const char* name) {
 }
 
 Peek peek_grant(const LeaseRequest& req, Micros* free_in) {
-  std::optional<StoredLease> row;
+  std::optional<LeaseRow> row;
   return peek(req, true, free_in, &row);
 }
 
@@ -403,7 +403,7 @@ Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
   if (who.head && !lock_until(gate, ExclusiveLock, who.deadline)) {
     return Attempt::timed_out;
   }
-  std::optional<StoredLease> row;
+  std::optional<LeaseRow> row;
   Peek first = peek(req, false, free_in, &row);
   if (first == Peek::busy) {
     if (who.head) release_gate(gate);
