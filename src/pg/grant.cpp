@@ -222,13 +222,13 @@ void log_grant(const LeaseRequest& req, Step step, Grant kind,
   }
 }
 
-// peek_grant(), keeping the lease_store row read for the write (its
+// preview_grant(), keeping the lease_store row read for the write (its
 // version is what write_grant() compares). Unless `exact`, an exclusive
 // request is judged on the lease_store row alone, one index read: a busy
 // row answers at once, and a name whose holders occupy it is found busy
 // with the gate taken, where the holders are read anyway.
-Peek peek(const LeaseRequest& req, bool exact, Micros* free_in,
-          std::optional<LeaseRow>* read) {
+GrantPreview preview(const LeaseRequest& req, bool exact, Micros* free_in,
+                     std::optional<LeaseRow>* read) {
   std::optional<LeaseRow>& row = *read;
   row = read_lease(req.name);
   LeaseRows holders{nullptr, 0};
@@ -236,15 +236,17 @@ Peek peek(const LeaseRequest& req, bool exact, Micros* free_in,
   Micros now = GetCurrentTimestamp();
   Decision d = decide(row, holders, req, now);
   *free_in = d.free_at > 0 ? d.free_at - now : 0;
-  if (d.step == Step::busy) return Peek::busy;
+  if (d.step == Step::busy) return GrantPreview::busy;
   bool retry = d.step == Step::extend_holder ||
                (d.step == Step::write_store && d.kind == Grant::same_token);
-  return retry ? Peek::retry : Peek::grant;
+  return retry ? GrantPreview::same_token : GrantPreview::new_grant;
 }
 
-// grant_gated() on the lease_store row as read before the gate.
-Attempt grant_with_gate(const LeaseRequest& req, std::optional<LeaseRow> row,
-                        Granted* out, Micros* free_in) {
+// The grant's second half, with the lease's gate held: decided again,
+// starting from `row` (the lease_store row as read before the gate), and
+// written. attempt_grant() and grant_holding_gate() end here.
+Attempt finish_grant(const LeaseRequest& req, std::optional<LeaseRow> row,
+                     Granted* out, Micros* free_in) {
   // Decided again when writing, on the rows as they are now: the lease
   // may have changed since it was read, and time has passed. With the
   // gate held no other dlock write of the name is in flight, so the
@@ -384,13 +386,14 @@ LeaseRequest lease_request_for(const LeaseRequest& terms, const char* name) {
   return req;
 }
 
-Peek peek_grant(const LeaseRequest& req, Micros* free_in) {
+GrantPreview preview_grant(const LeaseRequest& req, Micros* free_in) {
   std::optional<LeaseRow> row;
-  return peek(req, true, free_in, &row);
+  return preview(req, true, free_in, &row);
 }
 
-Attempt grant_gated(const LeaseRequest& req, Granted* out, Micros* free_in) {
-  return grant_with_gate(req, read_lease(req.name), out, free_in);
+Attempt grant_holding_gate(const LeaseRequest& req, Granted* out,
+                           Micros* free_in) {
+  return finish_grant(req, read_lease(req.name), out, free_in);
 }
 
 Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
@@ -404,23 +407,23 @@ Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
     return Attempt::timed_out;
   }
   std::optional<LeaseRow> row;
-  Peek first = peek(req, false, free_in, &row);
-  if (first == Peek::busy) {
+  GrantPreview first = preview(req, false, free_in, &row);
+  if (first == GrantPreview::busy) {
     if (who.head) release_gate(gate);
     return Attempt::busy;
   }
   if (who.head) {
     require_client();
-  } else if ((first != Peek::retry && others_queued(req.name)) ||
+  } else if ((first != GrantPreview::same_token && others_queued(req.name)) ||
              !try_gate(gate)) {
     // The owner's retry of its held grant never waits behind the queue.
     // An exclusive request judged on its row alone is judged on the
     // holders too, so that a refusal (LD004, 22023) does not depend on
     // whether someone waits.
-    if (is_plain(req)) (void)peek(req, true, free_in, &row);
+    if (is_plain(req)) (void)preview(req, true, free_in, &row);
     return Attempt::busy;
   }
-  return grant_with_gate(req, row, out, free_in);
+  return finish_grant(req, row, out, free_in);
 }
 
 bool acquire_until(const LeaseRequest& req, Deadline deadline, Granted* out) {
