@@ -75,9 +75,10 @@ SavedPlan holders_of_owner = {
     {TEXTOID},
     nullptr};
 
-// Free since before $1: released before it, or expired past the lock-delay
-// by then (see dlock.lease_state).
-#define DLOCK_FREE_BEFORE_1                                               \
+// What dlock.sweep deletes: the row `s` (a lease or holder row) has been
+// free since before the cutoff $1: released before it, or expired past
+// the lock-delay by then (see dlock.lease_state).
+#define DLOCK_SWEEPABLE_ROW                                               \
   "dlock.lease_state(s.released_at, s.expires_at, s.lock_delay, $1,"      \
   "                  s.acquired_at OPERATOR(pg_catalog.+) s.min_hold)"    \
   " OPERATOR(pg_catalog.=) ANY ('{released,expired}'::pg_catalog.text[])" \
@@ -86,9 +87,9 @@ SavedPlan holders_of_owner = {
 
 // Up to $2 names with a lease or holder row free since before $1.
 SavedPlan sweepable = {
-    "SELECT name FROM dlock.lease_store AS s WHERE " DLOCK_FREE_BEFORE_1
+    "SELECT name FROM dlock.lease_store AS s WHERE " DLOCK_SWEEPABLE_ROW
     " UNION "
-    "SELECT name FROM dlock.lease_holders AS s WHERE " DLOCK_FREE_BEFORE_1
+    "SELECT name FROM dlock.lease_holders AS s WHERE " DLOCK_SWEEPABLE_ROW
     " ORDER BY name LIMIT $2",
     2,
     {TIMESTAMPTZOID, INT4OID},
@@ -97,13 +98,13 @@ SavedPlan sweepable = {
 // Deletes the rows of lease $2 still free since before $1.
 SavedPlan sweep_lease = {
     "DELETE FROM dlock.lease_store AS s"
-    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_FREE_BEFORE_1,
+    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_SWEEPABLE_ROW,
     2,
     {TIMESTAMPTZOID, TEXTOID},
     nullptr};
 SavedPlan sweep_holders = {
     "DELETE FROM dlock.lease_holders AS s"
-    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_FREE_BEFORE_1,
+    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_SWEEPABLE_ROW,
     2,
     {TIMESTAMPTZOID, TEXTOID},
     nullptr};
