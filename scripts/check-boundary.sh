@@ -7,6 +7,10 @@
 #  - a struct declared in src/pg lacks DLOCK_PLAIN_STRUCT (a static_assert
 #    that it is trivially destructible); testing.cpp's tracker has a
 #    destructor on purpose, or
+#  - a file in src/pg includes a C++ or src/core header after a glue
+#    header (PostgreSQL's headers come in with the first glue header, and
+#    neither may follow them), or a file other than boundary.h includes
+#    pg_headers.h, or
 #  - a function whose address src/pg hands to PostgreSQL (a *_hook, a
 #    registered callback, a GUC's check/assign/show hook, a memory
 #    context callback) is not extern "C": PostgreSQL calls it through a C
@@ -34,6 +38,22 @@ for file in $(ls src/pg/*.h src/pg/*.cpp | grep -v testing.cpp); do
     fi
   done
 done
+
+for file in src/pg/*.h src/pg/*.cpp; do
+  late=$(awk '/^#include "/ && !/"\.\.\/core\// { glue = 1; next }
+              /^#include/ && glue { print FILENAME ":" FNR ": " $0 }' "$file")
+  if [ -n "$late" ]; then
+    echo "$late: C++ and src/core headers come before the glue's"
+    status=1
+  fi
+done
+hits=$(grep -n '#include "pg_headers.h"' src/pg/*.h src/pg/*.cpp |
+  grep -v '^src/pg/boundary.h:' || true)
+if [ -n "$hits" ]; then
+  echo "pg_headers.h is included through boundary.h only:"
+  echo "$hits"
+  status=1
+fi
 
 # The callbacks, read by a small parser (comments and literals skipped).
 python3 - src/pg/*.h src/pg/*.cpp <<'PYEOF' || status=1
