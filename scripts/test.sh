@@ -14,10 +14,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # The failure runs' programs: Patroni and etcd (failover), curl (Patroni's
 # REST API), sqlsmith, and clang with its sanitizer and libFuzzer runtimes;
 # pg_cron and the Prometheus exporter (TAP); what the client examples run
-# on; the package build's tools.
+# on; the package build's tools; clang-format (the static checks).
 ensure_packages patroni etcd-server curl sqlsmith clang libclang-rt-14-dev \
-  postgresql-15-cron prometheus-postgres-exporter python3-psycopg2 \
-  debhelper postgresql-server-dev-all python3
+  clang-format postgresql-15-cron prometheus-postgres-exporter \
+  python3-psycopg2 debhelper postgresql-server-dev-all python3
 # Node.js and npm, unless a Node.js with its own npm is installed already.
 command -v npm >/dev/null || ensure_packages nodejs npm
 # On a machine with systemd, the exporter's package starts a service on all
@@ -47,6 +47,7 @@ suite() {
 static_checks() {
   bash "$DLOCK_ROOT/scripts/check-boundary.sh" &&
     bash "$DLOCK_ROOT/scripts/check-released-scripts.sh" &&
+    bash "$DLOCK_ROOT/scripts/check-format.sh" &&
     python3 "$DLOCK_ROOT/scripts/check-doc-links.py" --self-test &&
     python3 "$DLOCK_ROOT/scripts/check-doc-links.py"
 }

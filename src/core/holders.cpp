@@ -19,8 +19,8 @@ std::vector<Micros> in_the_way_until(const Holder* holders, std::size_t count,
                                      const HolderRequest& request, Micros now) {
   std::vector<Micros> leaving;
   for (std::size_t i = 0; i < count; ++i) {
-    if (occupies(holders[i].row, now) && in_the_way(holders[i], request)) {
-      leaving.push_back(free_at(holders[i].row));
+    if (occupies(holders[i].grant, now) && in_the_way(holders[i], request)) {
+      leaving.push_back(free_at(holders[i].grant));
     }
   }
   std::sort(leaving.begin(), leaving.end());
@@ -37,8 +37,8 @@ std::size_t must_leave(const std::vector<Micros>& in_the_way,
 
 }  // namespace
 
-bool occupies(const LeaseRow& row, Micros now) {
-  switch (lease_state(row, now)) {
+bool occupies(const LeaseGrant& grant, Micros now) {
+  switch (lease_state(grant, now)) {
     case LeaseState::held:
     case LeaseState::lock_delay:
     case LeaseState::released_early:
@@ -52,7 +52,7 @@ bool occupies(const LeaseRow& row, Micros now) {
 
 int permits_in_force(const Holder* holders, std::size_t count, Micros now) {
   for (std::size_t i = 0; i < count; ++i) {
-    if (occupies(holders[i].row, now)) return holders[i].permits;
+    if (occupies(holders[i].grant, now)) return holders[i].permits;
   }
   return 0;
 }
@@ -61,7 +61,7 @@ HolderGrant decide_holder_grant(const Holder* holders, std::size_t count,
                                 const HolderRequest& request, Micros now) {
   for (std::size_t i = 0; i < count; ++i) {
     const Holder& holder = holders[i];
-    if (!holder.row.same_owner || !is_held(holder.row, now)) continue;
+    if (!holder.grant.same_owner || !is_held(holder.grant, now)) continue;
     if (holder.permits != request.permits) return HolderGrant::permits_differ;
     return holder.mode == request.mode ? HolderGrant::same_token
                                        : HolderGrant::other_mode;

@@ -23,7 +23,7 @@ enum class HolderMode { exclusive, shared };
 // One holder of a name, as last committed. permits: 1 for an ordinary
 // lease (exclusive or shared), N for a permit of a semaphore of N.
 struct Holder {
-  LeaseRow row;  // row.same_owner: the caller's owner holds this grant
+  LeaseGrant grant;  // grant.same_owner: the caller's owner holds it
   HolderMode mode = HolderMode::exclusive;
   int permits = 1;
 };
@@ -46,7 +46,7 @@ enum class HolderGrant {
 // Whether a holder still occupies its name at `now`: held, in its
 // lock-delay or released early (inside its min_hold). Expired and
 // released holders are gone.
-bool occupies(const LeaseRow& row, Micros now);
+bool occupies(const LeaseGrant& grant, Micros now);
 
 // The permit count the occupants of a name hold it under (they all share
 // one), or 0 if nobody occupies it.

@@ -2,13 +2,13 @@
 
 namespace dlock {
 
-LeaseState lease_state(const LeaseRow& row, Micros now) {
-  if (row.released) {
-    return free_at(row) > now ? LeaseState::released_early
-                              : LeaseState::released;
+LeaseState lease_state(const LeaseGrant& grant, Micros now) {
+  if (grant.released) {
+    return free_at(grant) > now ? LeaseState::released_early
+                                : LeaseState::released;
   }
-  if (row.expires_at > now) return LeaseState::held;
-  if (free_at(row) > now) return LeaseState::lock_delay;
+  if (grant.expires_at > now) return LeaseState::held;
+  if (free_at(grant) > now) return LeaseState::lock_delay;
   return LeaseState::expired;
 }
 
@@ -28,11 +28,11 @@ const char* state_name(LeaseState state) {
   return "unknown";
 }
 
-Grant decide_grant(const std::optional<LeaseRow>& row, Micros now) {
-  if (!row) return Grant::create;
-  switch (lease_state(*row, now)) {
+Grant decide_grant(const std::optional<LeaseGrant>& grant, Micros now) {
+  if (!grant) return Grant::create;
+  switch (lease_state(*grant, now)) {
     case LeaseState::held:
-      return row->same_owner ? Grant::same_token : Grant::busy;
+      return grant->same_owner ? Grant::same_token : Grant::busy;
     case LeaseState::lock_delay:
     case LeaseState::released_early:
       return Grant::busy;
@@ -43,11 +43,12 @@ Grant decide_grant(const std::optional<LeaseRow>& row, Micros now) {
   return Grant::busy;
 }
 
-NotHeld why_not_held(const std::optional<LeaseRow>& row, std::int64_t token,
+NotHeld why_not_held(const std::optional<LeaseGrant>& grant, std::int64_t token,
                      Micros now) {
-  if (!row || token <= 0 || token > row->token) return NotHeld::never_granted;
-  if (token < row->token) return NotHeld::newer_token;
-  switch (lease_state(*row, now)) {
+  if (!grant || token <= 0 || token > grant->token)
+    return NotHeld::never_granted;
+  if (token < grant->token) return NotHeld::newer_token;
+  switch (lease_state(*grant, now)) {
     case LeaseState::held:
       return NotHeld::held;
     case LeaseState::released:

@@ -15,12 +15,14 @@
 
 namespace dlock {
 
-// A lease row as last committed, seen without locking it.
-struct LeaseRow {
+// One grant of a lease, as these rules judge it: the facts of a stored
+// lease row (src/pg's LeaseRow, decoded) that decide its state, as last
+// committed and seen without locking it.
+struct LeaseGrant {
   std::int64_t token = 0;
   Micros expires_at = 0;
   bool released = false;
-  bool same_owner = false;    // row owner equals the caller's owner
+  bool same_owner = false;    // its owner is the caller's owner
   Micros lock_delay = 0;      // Chubby's lock-delay, after an unreleased expiry
   Micros min_hold_until = 0;  // acquired_at + min_hold; 0: no min_hold
 };
@@ -39,21 +41,21 @@ enum class LeaseState {
 // holder that vanished without releasing may still be writing; the delay
 // gives its writes time to drain). Saturates instead of overflowing (SQL
 // may pass 'infinity').
-inline Micros free_at(const LeaseRow& row) {
-  if (row.released) return row.min_hold_until;
-  return saturated_sum(row.expires_at, row.lock_delay);
+inline Micros free_at(const LeaseGrant& grant) {
+  if (grant.released) return grant.min_hold_until;
+  return saturated_sum(grant.expires_at, grant.lock_delay);
 }
 
 // The state at `now`. Expiry is exclusive: a lease expiring at `now` is no
 // longer held, and one whose lock-delay ends at `now` is free.
-LeaseState lease_state(const LeaseRow& row, Micros now);
+LeaseState lease_state(const LeaseGrant& grant, Micros now);
 
 // The state's name in SQL: "held", "lock-delay", "expired", "released",
 // "released-early".
 const char* state_name(LeaseState state);
 
-inline bool is_held(const LeaseRow& row, Micros now) {
-  return lease_state(row, now) == LeaseState::held;
+inline bool is_held(const LeaseGrant& grant, Micros now) {
+  return lease_state(grant, now) == LeaseState::held;
 }
 
 // The expiry a grant or renewal at `now` for `ttl` gets, capped at
@@ -77,7 +79,7 @@ enum class Grant {
   same_token,  // already held by this owner: extend, keep the token
 };
 
-Grant decide_grant(const std::optional<LeaseRow>& row, Micros now);
+Grant decide_grant(const std::optional<LeaseGrant>& grant, Micros now);
 
 // Why (name, token) does not hold its lease.
 enum class NotHeld {
@@ -88,7 +90,7 @@ enum class NotHeld {
   newer_token,  // the lease was granted again with a larger token
 };
 
-NotHeld why_not_held(const std::optional<LeaseRow>& row, std::int64_t token,
+NotHeld why_not_held(const std::optional<LeaseGrant>& grant, std::int64_t token,
                      Micros now);
 
 // A sentence for the DETAIL of LD002, e.g. "The lease expired".

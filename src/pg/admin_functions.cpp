@@ -1,5 +1,13 @@
 // SQL-callable administration: force_release, release_all and sweep.
 
+#include "../core/arguments.h"
+#include "../core/deadline.h"
+#include "../core/duration.h"
+#include "../core/errors.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+#include "../core/lease_stats.h"
+
 #include "args.h"
 #include "authorization.h"
 #include "boundary.h"
@@ -67,9 +75,10 @@ SavedPlan holders_of_owner = {
     {TEXTOID},
     nullptr};
 
-// Free since before $1: released before it, or expired past the lock-delay
-// by then (see dlock.lease_state).
-#define DLOCK_FREE_BEFORE_1                                               \
+// What dlock.sweep deletes: the row `s` (a lease or holder row) has been
+// free since before the cutoff $1: released before it, or expired past
+// the lock-delay by then (see dlock.lease_state).
+#define DLOCK_SWEEPABLE_ROW                                               \
   "dlock.lease_state(s.released_at, s.expires_at, s.lock_delay, $1,"      \
   "                  s.acquired_at OPERATOR(pg_catalog.+) s.min_hold)"    \
   " OPERATOR(pg_catalog.=) ANY ('{released,expired}'::pg_catalog.text[])" \
@@ -78,9 +87,9 @@ SavedPlan holders_of_owner = {
 
 // Up to $2 names with a lease or holder row free since before $1.
 SavedPlan sweepable = {
-    "SELECT name FROM dlock.lease_store AS s WHERE " DLOCK_FREE_BEFORE_1
+    "SELECT name FROM dlock.lease_store AS s WHERE " DLOCK_SWEEPABLE_ROW
     " UNION "
-    "SELECT name FROM dlock.lease_holders AS s WHERE " DLOCK_FREE_BEFORE_1
+    "SELECT name FROM dlock.lease_holders AS s WHERE " DLOCK_SWEEPABLE_ROW
     " ORDER BY name LIMIT $2",
     2,
     {TIMESTAMPTZOID, INT4OID},
@@ -89,13 +98,13 @@ SavedPlan sweepable = {
 // Deletes the rows of lease $2 still free since before $1.
 SavedPlan sweep_lease = {
     "DELETE FROM dlock.lease_store AS s"
-    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_FREE_BEFORE_1,
+    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_SWEEPABLE_ROW,
     2,
     {TIMESTAMPTZOID, TEXTOID},
     nullptr};
 SavedPlan sweep_holders = {
     "DELETE FROM dlock.lease_holders AS s"
-    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_FREE_BEFORE_1,
+    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_SWEEPABLE_ROW,
     2,
     {TIMESTAMPTZOID, TEXTOID},
     nullptr};
@@ -108,11 +117,11 @@ constexpr int kSweepBatch = 10000;
 // decoded into the caller's memory (used after owner_spi_finish()). With
 // `flags`, each row's boolean column after those, too.
 int decoded_rows(SavedPlan& plan, const Datum* args, const char* nulls,
-                 bool holders, StoredLease** rows, bool** flags) {
+                 bool holders, LeaseRow** rows, bool** flags) {
   OwnerSpi spi = owner_spi_connect();
   int n = static_cast<int>(run_plan(plan, args, nulls));
-  *rows = static_cast<StoredLease*>(
-      MemoryContextAllocZero(spi.caller_cxt, sizeof(StoredLease) * (n + 1)));
+  *rows = static_cast<LeaseRow*>(
+      MemoryContextAllocZero(spi.caller_cxt, sizeof(LeaseRow) * (n + 1)));
   if (flags != nullptr) {
     *flags = static_cast<bool*>(
         MemoryContextAllocZero(spi.caller_cxt, sizeof(bool) * (n + 1)));
@@ -151,8 +160,8 @@ DLOCK_FUNCTION(dlock_force_release) {
                    CStringGetTextDatum(by), CStringGetTextDatum(reason),
                    Int64GetDatum(token)};
   const char* nulls = any_token ? "    n" : "     ";
-  StoredLease* leases;
-  StoredLease* holders;
+  LeaseRow* leases;
+  LeaseRow* holders;
   bool* lease_unreleased;
   bool* holder_unreleased;
   int n_leases = decoded_rows(force_release_lease, args, nulls, false, &leases,
@@ -162,10 +171,10 @@ DLOCK_FUNCTION(dlock_force_release) {
   if (n_leases + n_holders == 0) PG_RETURN_NULL();
   wake_queue_head(name);
   // The grant returned: the exclusive one, else the latest holder's.
-  const StoredLease* shown = nullptr;
+  const LeaseRow* shown = nullptr;
   for (int i = 0; i < n_leases + n_holders; ++i) {
     bool is_lease = i < n_leases;
-    const StoredLease& ended = is_lease ? leases[i] : holders[i - n_leases];
+    const LeaseRow& ended = is_lease ? leases[i] : holders[i - n_leases];
     // A grant its holder had released (inside its min_hold) ends no work.
     bool unreleased =
         is_lease ? lease_unreleased[i] : holder_unreleased[i - n_leases];
@@ -201,8 +210,8 @@ DLOCK_FUNCTION(dlock_release_all) {
   PreventCommandIfReadOnly("dlock.release_all()");
   require_current_sql_objects();
   Datum args[1] = {CStringGetTextDatum(owner)};
-  StoredLease* leases;
-  StoredLease* holders;
+  LeaseRow* leases;
+  LeaseRow* holders;
   int n_leases =
       decoded_rows(leases_of_owner, args, " ", false, &leases, nullptr);
   int n_holders =
@@ -212,8 +221,8 @@ DLOCK_FUNCTION(dlock_release_all) {
   TimestampTz now = GetCurrentTimestamp();
   int released = 0;
   for (int i = 0; i < n; ++i) {
-    const StoredLease& row = i < n_leases ? leases[i] : holders[i - n_leases];
-    if (!dlock::is_held(rules_row(row), now) || !may_act_for(row.acquired_by)) {
+    const LeaseRow& row = i < n_leases ? leases[i] : holders[i - n_leases];
+    if (!dlock::is_held(grant_of(row), now) || !may_act_for(row.acquired_by)) {
       continue;
     }
     wait_gate(row.name);

@@ -3,6 +3,11 @@
 // bigint key dlock.key(name), so they interoperate with
 // pg_advisory_lock(dlock.key(name)). Plain frames only (see boundary.h).
 
+#include "../core/advisory_key.h"
+#include "../core/arguments.h"
+#include "../core/duration.h"
+#include "../core/errors.h"
+
 #include "args.h"
 #include "boundary.h"
 #include "intervals.h"

@@ -1,3 +1,9 @@
+#include <optional>
+
+#include "../core/arguments.h"
+#include "../core/duration.h"
+#include "../core/errors.h"
+
 #include "args.h"
 #include "boundary.h"
 #include "default_owner.h"

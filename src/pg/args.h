@@ -5,7 +5,9 @@
 
 #include <optional>
 
-#include "pg_headers.h"
+#include "../core/duration.h"
+
+#include "boundary.h"
 
 namespace dlock::pg {
 

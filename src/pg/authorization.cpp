@@ -1,3 +1,7 @@
+#include <optional>
+
+#include "../core/errors.h"
+
 #include "authorization.h"
 #include "boundary.h"
 
@@ -21,7 +25,7 @@ bool may_act_for(const char* role_name) {
 }
 
 void check_may_act(const char* name, int64 token,
-                   const std::optional<StoredLease>& row) {
+                   const std::optional<LeaseRow>& row) {
   if (!row || row->token != token || may_act_for(row->acquired_by)) return;
   throw_error(
       sqlstate::insufficient_privilege,

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "lease_row.h"
-#include "pg_headers.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 
@@ -19,6 +19,6 @@ bool may_act_for(const char* role_name);
 // token that is not the row's current one is left to the caller's own
 // checks.
 void check_may_act(const char* name, int64 token,
-                   const std::optional<StoredLease>& row);
+                   const std::optional<LeaseRow>& row);
 
 }  // namespace dlock::pg

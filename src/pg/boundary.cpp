@@ -1,3 +1,9 @@
+#include <cstddef>
+#include <exception>
+#include <new>
+
+#include "../core/errors.h"
+
 #include "boundary.h"
 
 namespace dlock::pg {

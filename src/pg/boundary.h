@@ -15,8 +15,17 @@
 // 3. A callable run under PG_TRY must not throw: pg_guard() invokes it
 //    through a noexcept wrapper, so a C++ exception there terminates instead
 //    of leaving PostgreSQL's error stack pointing at a dead frame.
+// 4. A function PostgreSQL calls back (a *_hook, a registered callback, a
+//    GUC hook) is defined inside extern "C" { static ... }: C linkage, as
+//    PostgreSQL's function pointers expect, and static, so that its plain
+//    C name is not exported where another library's could take its place.
+//    scripts/check-boundary.sh checks the linkage.
 #pragma once
 
+#include <type_traits>
+
+// Glue headers include PostgreSQL's headers through this one, so that the
+// C++ headers the wall needs always come first.
 #include "pg_headers.h"
 
 // A glue struct lives in frames that PostgreSQL may longjmp through.

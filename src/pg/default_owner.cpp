@@ -1,3 +1,5 @@
+#include "../core/arguments.h"
+
 #include "default_owner.h"
 #include "boundary.h"
 

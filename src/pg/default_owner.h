@@ -2,7 +2,7 @@
 // "<application_name>:<backend pid>:<backend start, Unix ms>".
 #pragma once
 
-#include "pg_headers.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 

@@ -9,7 +9,8 @@ namespace {
 TransactionId release_only_xid = InvalidTransactionId;
 XLogRecPtr release_only_end = InvalidXLogRecPtr;
 
-extern "C" void on_xact_event(XactEvent event, void*) {
+extern "C" {
+static void on_xact_event(XactEvent event, void*) {
   if (event == XACT_EVENT_PRE_COMMIT &&
       TransactionIdIsValid(release_only_xid) &&
       GetTopTransactionIdIfAny() == release_only_xid &&
@@ -25,6 +26,7 @@ extern "C" void on_xact_event(XactEvent event, void*) {
     release_only_xid = InvalidTransactionId;
   }
 }
+}  // extern "C"
 
 // synchronous_commit's level for one of its setting strings.
 int sync_commit_level(const char* setting) {

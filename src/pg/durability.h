@@ -6,7 +6,7 @@
 // TTL.
 #pragma once
 
-#include "pg_headers.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 

@@ -1,6 +1,9 @@
 // dlock.fence(): the highest token accepted per resource, for storage that
 // has no token column of its own.
 
+#include "../core/errors.h"
+#include "../core/tokens.h"
+
 #include "args.h"
 #include "boundary.h"
 #include "spi.h"

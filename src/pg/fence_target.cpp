@@ -1,3 +1,5 @@
+#include "../core/errors.h"
+
 #include "fence_target.h"
 #include "boundary.h"
 

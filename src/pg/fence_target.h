@@ -2,7 +2,7 @@
 // rule "a fence column is an existing bigint column" has its home here.
 #pragma once
 
-#include "pg_headers.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 

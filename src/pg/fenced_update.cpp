@@ -3,6 +3,10 @@
 // its lease cannot land a write after a newer holder's.
 #include <vector>
 
+#include "../core/errors.h"
+#include "../core/fenced_update_sql.h"
+#include "../core/tokens.h"
+
 #include "args.h"
 #include "boundary.h"
 #include "fence_target.h"

@@ -6,7 +6,7 @@
 // locks (key spaces 1 and 2) never collide with it.
 #pragma once
 
-#include "pg_headers.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 

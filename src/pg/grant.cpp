@@ -1,3 +1,13 @@
+#include <optional>
+
+#include "../core/arguments.h"
+#include "../core/deadline.h"
+#include "../core/duration.h"
+#include "../core/errors.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+#include "../core/lease_stats.h"
+
 #include "grant.h"
 #include "args.h"
 #include "authorization.h"
@@ -21,18 +31,18 @@ DLOCK_PLAIN_STRUCT(dlock::Holder);
 // Whether the grant in `row` is the caller's: the same owner name under a
 // role that may not act for the lease's role is another owner, and so is
 // the default owner (see attempt_grant()).
-bool is_callers(const StoredLease& row, const LeaseRequest& req) {
+bool is_callers(const LeaseRow& row, const LeaseRequest& req) {
   return req.explicit_owner && strcmp(row.owner, req.owner) == 0 &&
          may_act_for(row.acquired_by);
 }
 
-// The lease_store row as the grant decision sees it.
-std::optional<LeaseRow> rules_view(const std::optional<StoredLease>& row,
-                                   const LeaseRequest& req) {
+// The lease_store row's grant as the grant decision sees it.
+std::optional<LeaseGrant> callers_view(const std::optional<LeaseRow>& row,
+                                       const LeaseRequest& req) {
   if (!row) return std::nullopt;
-  LeaseRow rules = rules_row(*row);
-  rules.same_owner = is_callers(*row, req);
-  return rules;
+  LeaseGrant grant = grant_of(*row);
+  grant.same_owner = is_callers(*row, req);
+  return grant;
 }
 
 bool is_plain(const LeaseRequest& req) {
@@ -56,7 +66,7 @@ struct Decision {
 DLOCK_PLAIN_STRUCT(Decision);
 
 [[noreturn]] void raise_other_mode(const LeaseRequest& req,
-                                   const StoredLease& mine) {
+                                   const LeaseRow& mine) {
   throw_error(sqlstate::lease_mode_conflict,
               psprintf("owner \"%s\" holds lease \"%s\" %s", req.owner,
                        req.name, mine.shared ? "shared" : "exclusive"),
@@ -89,14 +99,14 @@ DLOCK_PLAIN_STRUCT(Decision);
 // exclusive request on a name without holders is the single-holder rule
 // (lease_rules.h); anything else combines every grant of the name
 // (holders.h).
-Decision decide(const std::optional<StoredLease>& row, const LeaseRows& rows,
+Decision decide(const std::optional<LeaseRow>& row, const LeaseRows& rows,
                 const LeaseRequest& req, Micros now) {
   Decision d{Step::busy, Grant::busy, -1, 0};
-  std::optional<LeaseRow> rules = rules_view(row, req);
+  std::optional<LeaseGrant> grant = callers_view(row, req);
   if (is_plain(req) && rows.count == 0) {
-    d.kind = dlock::decide_grant(rules, now);
+    d.kind = dlock::decide_grant(grant, now);
     if (d.kind == Grant::busy) {
-      d.free_at = dlock::free_at(*rules);
+      d.free_at = dlock::free_at(*grant);
     } else {
       d.step = Step::write_store;
     }
@@ -108,11 +118,11 @@ Decision decide(const std::optional<StoredLease>& row, const LeaseRows& rows,
   auto* all = static_cast<dlock::Holder*>(palloc(sizeof(dlock::Holder) * n));
   if (row) {
     all[0] = dlock::Holder{};
-    all[0].row = *rules;
+    all[0].grant = *grant;
   }
   for (int i = 0; i < rows.count; ++i) {
     all[first_holder + i] = holder_of(rows.rows[i]);
-    all[first_holder + i].row.same_owner = is_callers(rows.rows[i], req);
+    all[first_holder + i].grant.same_owner = is_callers(rows.rows[i], req);
   }
   dlock::HolderRequest request{
       req.shared ? dlock::HolderMode::shared : dlock::HolderMode::exclusive,
@@ -128,7 +138,7 @@ Decision decide(const std::optional<StoredLease>& row, const LeaseRows& rows,
       return d;
     case HolderGrant::same_token:
       for (int i = 0; i < n; ++i) {
-        if (!all[i].row.same_owner || !dlock::is_held(all[i].row, now)) {
+        if (!all[i].grant.same_owner || !dlock::is_held(all[i].grant, now)) {
           continue;
         }
         if (i < first_holder) {
@@ -149,7 +159,7 @@ Decision decide(const std::optional<StoredLease>& row, const LeaseRows& rows,
     }
     case HolderGrant::other_mode:
       for (int i = first_holder; i < n; ++i) {
-        if (all[i].row.same_owner && dlock::is_held(all[i].row, now)) {
+        if (all[i].grant.same_owner && dlock::is_held(all[i].grant, now)) {
           raise_other_mode(req, rows.rows[i - first_holder]);
         }
       }
@@ -162,14 +172,14 @@ Decision decide(const std::optional<StoredLease>& row, const LeaseRows& rows,
 
 // Whether a new grant replaced one its holder never released (it expired,
 // and its lock-delay passed): a takeover.
-bool takes_over(Grant kind, const std::optional<StoredLease>& row) {
+bool takes_over(Grant kind, const std::optional<LeaseRow>& row) {
   return kind == Grant::new_token && !row->released;
 }
 
 // A new grant (token new_token, at `now`) ended `old`, which expired
 // unreleased: its holder is told (lease_ended.h), and it counts as a
 // takeover.
-void taken_over(const char* name, const StoredLease& old, int64 new_token,
+void taken_over(const char* name, const LeaseRow& old, int64 new_token,
                 Micros now) {
   notify_taken_over(name, old.token, new_token);
   count_event(name, dlock::LeaseEvent::takeover,
@@ -182,15 +192,15 @@ void taken_over(const char* name, const StoredLease& old, int64 new_token,
 void remove_gone_holders(const LeaseRows& rows, const char* name,
                          int64 new_token, Micros now) {
   for (int i = 0; i < rows.count; ++i) {
-    const StoredLease& holder = rows.rows[i];
-    if (dlock::occupies(rules_row(holder), now)) continue;
+    const LeaseRow& holder = rows.rows[i];
+    if (dlock::occupies(grant_of(holder), now)) continue;
     (void)delete_row(holder);
     if (!holder.released) taken_over(name, holder, new_token, now);
   }
 }
 
 void log_grant(const LeaseRequest& req, Step step, Grant kind,
-               const std::optional<StoredLease>& row, int64 token) {
+               const std::optional<LeaseRow>& row, int64 token) {
   const char* mode = req.shared ? " (shared)"
                      : req.permits > 1
                          ? psprintf(" (a permit of %d)", req.permits)
@@ -212,29 +222,31 @@ void log_grant(const LeaseRequest& req, Step step, Grant kind,
   }
 }
 
-// peek_grant(), keeping the lease_store row read for the write (its
+// preview_grant(), keeping the lease_store row read for the write (its
 // version is what write_grant() compares). Unless `exact`, an exclusive
 // request is judged on the lease_store row alone, one index read: a busy
 // row answers at once, and a name whose holders occupy it is found busy
 // with the gate taken, where the holders are read anyway.
-Peek peek(const LeaseRequest& req, bool exact, Micros* free_in,
-          std::optional<StoredLease>* read) {
-  std::optional<StoredLease>& row = *read;
+GrantPreview preview(const LeaseRequest& req, bool exact, Micros* free_in,
+                     std::optional<LeaseRow>* read) {
+  std::optional<LeaseRow>& row = *read;
   row = read_lease(req.name);
   LeaseRows holders{nullptr, 0};
   if (exact || !is_plain(req)) holders = read_holders(req.name, Seen::snapshot);
   Micros now = GetCurrentTimestamp();
   Decision d = decide(row, holders, req, now);
   *free_in = d.free_at > 0 ? d.free_at - now : 0;
-  if (d.step == Step::busy) return Peek::busy;
+  if (d.step == Step::busy) return GrantPreview::busy;
   bool retry = d.step == Step::extend_holder ||
                (d.step == Step::write_store && d.kind == Grant::same_token);
-  return retry ? Peek::retry : Peek::grant;
+  return retry ? GrantPreview::same_token : GrantPreview::new_grant;
 }
 
-// grant_gated() on the lease_store row as read before the gate.
-Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
-                        Granted* out, Micros* free_in) {
+// The grant's second half, with the lease's gate held: decided again,
+// starting from `row` (the lease_store row as read before the gate), and
+// written. attempt_grant() and grant_holding_gate() end here.
+Attempt finish_grant(const LeaseRequest& req, std::optional<LeaseRow> row,
+                     Granted* out, Micros* free_in) {
   // Decided again when writing, on the rows as they are now: the lease
   // may have changed since it was read, and time has passed. With the
   // gate held no other dlock write of the name is in flight, so the
@@ -243,8 +255,8 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
   Micros now;
   Decision d;
   GrantTerms terms;
-  const StoredLease* extended = nullptr;  // the grant a retry extends
-  std::optional<StoredLease> ended;       // the exclusive row a holder replaced
+  const LeaseRow* extended = nullptr;  // the grant a retry extends
+  std::optional<LeaseRow> ended;       // the exclusive row a holder replaced
   for (;;) {
     holders = read_holders(req.name, Seen::latest);
     now = GetCurrentTimestamp();
@@ -274,7 +286,7 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
     // row this decision saw with the row as it is: check it here. In READ
     // COMMITTED it was read with the gate held and cannot have changed.
     if (d.step == Step::new_holder || d.step == Step::extend_holder) {
-      std::optional<StoredLease> latest = read_lease(req.name, Seen::latest);
+      std::optional<LeaseRow> latest = read_lease(req.name, Seen::latest);
       if (!same_version(row, latest)) {
         if (IsolationUsesXactSnapshot()) raise_serialization_failure();
         row = latest;
@@ -282,7 +294,7 @@ Attempt grant_with_gate(const LeaseRequest& req, std::optional<StoredLease> row,
       }
     }
     if (d.step == Step::new_holder && row &&
-        !dlock::occupies(rules_row(*row), now)) {
+        !dlock::occupies(grant_of(*row), now)) {
       // The name's exclusive grant has ended: its row goes, as gone
       // holders' rows do, and a holder that never released it is told.
       if (delete_row(*row) == RowWrite::changed) {
@@ -374,13 +386,14 @@ LeaseRequest lease_request_for(const LeaseRequest& terms, const char* name) {
   return req;
 }
 
-Peek peek_grant(const LeaseRequest& req, Micros* free_in) {
-  std::optional<StoredLease> row;
-  return peek(req, true, free_in, &row);
+GrantPreview preview_grant(const LeaseRequest& req, Micros* free_in) {
+  std::optional<LeaseRow> row;
+  return preview(req, true, free_in, &row);
 }
 
-Attempt grant_gated(const LeaseRequest& req, Granted* out, Micros* free_in) {
-  return grant_with_gate(req, read_lease(req.name), out, free_in);
+Attempt grant_holding_gate(const LeaseRequest& req, Granted* out,
+                           Micros* free_in) {
+  return finish_grant(req, read_lease(req.name), out, free_in);
 }
 
 Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
@@ -393,24 +406,24 @@ Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
   if (who.head && !lock_until(gate, ExclusiveLock, who.deadline)) {
     return Attempt::timed_out;
   }
-  std::optional<StoredLease> row;
-  Peek first = peek(req, false, free_in, &row);
-  if (first == Peek::busy) {
+  std::optional<LeaseRow> row;
+  GrantPreview first = preview(req, false, free_in, &row);
+  if (first == GrantPreview::busy) {
     if (who.head) release_gate(gate);
     return Attempt::busy;
   }
   if (who.head) {
     require_client();
-  } else if ((first != Peek::retry && others_queued(req.name)) ||
+  } else if ((first != GrantPreview::same_token && others_queued(req.name)) ||
              !try_gate(gate)) {
     // The owner's retry of its held grant never waits behind the queue.
     // An exclusive request judged on its row alone is judged on the
     // holders too, so that a refusal (LD004, 22023) does not depend on
     // whether someone waits.
-    if (is_plain(req)) (void)peek(req, true, free_in, &row);
+    if (is_plain(req)) (void)preview(req, true, free_in, &row);
     return Attempt::busy;
   }
-  return grant_with_gate(req, row, out, free_in);
+  return finish_grant(req, row, out, free_in);
 }
 
 bool acquire_until(const LeaseRequest& req, Deadline deadline, Granted* out) {

@@ -4,8 +4,10 @@
 // another transaction wrote meanwhile is read and decided again.
 #pragma once
 
+#include "../core/deadline.h"
+#include "../core/duration.h"
+
 #include "boundary.h"
-#include "pg_headers.h"
 
 namespace dlock::pg {
 
@@ -72,17 +74,19 @@ Attempt attempt_grant(const LeaseRequest& req, const Attempter& who,
                       Granted* out, Micros* free_in);
 
 // attempt_grant() in its parts, for grants of several leases at once:
-// whether `req` could be granted as this transaction sees the lease (no
+// what a grant of `req` would be as this transaction sees the lease (no
 // lock, no write; *free_in as above) ...
-enum class Peek {
+enum class GrantPreview {
   busy,
-  grant,
-  retry,  // the owner's retry of its held grant (it never queues)
+  new_grant,   // a new token
+  same_token,  // the owner's retry of its held grant (it never queues)
 };
-Peek peek_grant(const LeaseRequest& req, Micros* free_in);
-// ... and, with the lease's gate taken, the grant: decided again on the
-// rows as committed now, and written; busy gives the gate back.
-Attempt grant_gated(const LeaseRequest& req, Granted* out, Micros* free_in);
+GrantPreview preview_grant(const LeaseRequest& req, Micros* free_in);
+// ... and, once the caller holds the lease's gate, the grant: decided
+// again on the rows as committed now, and written; busy gives the gate
+// back.
+Attempt grant_holding_gate(const LeaseRequest& req, Granted* out,
+                           Micros* free_in);
 
 // acquire: the first attempt, then the lease's queue (lease_queue.h),
 // then as its head until the lease has room, woken by releases and at the

@@ -1,3 +1,9 @@
+#include <optional>
+
+#include "../core/duration.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+
 #include "holder_rows.h"
 #include "relations.h"
 #include "spi.h"
@@ -34,7 +40,7 @@ LeaseRows read_holders(const char* name, Seen seen) {
   return read_rows(LeaseTable::holders, name, 0, seen);
 }
 
-std::optional<StoredLease> read_holder(const char* name, int64 token) {
+std::optional<LeaseRow> read_holder(const char* name, int64 token) {
   // Tokens are positive: 0 would scan every holder of the name.
   if (token <= 0) return std::nullopt;
   LeaseRows rows = read_rows(LeaseTable::holders, name, token, Seen::snapshot);
@@ -42,11 +48,10 @@ std::optional<StoredLease> read_holder(const char* name, int64 token) {
   return rows.rows[0];
 }
 
-std::optional<StoredLease> read_holder_for_share(const char* name,
-                                                 int64 token) {
+std::optional<LeaseRow> read_holder_for_share(const char* name, int64 token) {
   OwnerSpi spi = owner_spi_connect();
   Datum args[2] = {CStringGetTextDatum(name), Int64GetDatum(token)};
-  std::optional<StoredLease> row;
+  std::optional<LeaseRow> row;
   if (run_plan(select_holder_for_share, args, "  ") == 1) {
     row = decode_holder(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
                         spi.caller_cxt);
@@ -58,9 +63,9 @@ std::optional<StoredLease> read_holder_for_share(const char* name,
 namespace {
 
 // The name's latest grant, of its lease_store row and its holders.
-std::optional<StoredLease> latest_grant(const char* name,
-                                        const std::optional<StoredLease>& row) {
-  std::optional<StoredLease> latest = row;
+std::optional<LeaseRow> latest_grant(const char* name,
+                                     const std::optional<LeaseRow>& row) {
+  std::optional<LeaseRow> latest = row;
   LeaseRows holders = read_holders(name, Seen::snapshot);
   for (int i = 0; i < holders.count; ++i) {
     if (!latest || holders.rows[i].token > latest->token) {
@@ -72,10 +77,10 @@ std::optional<StoredLease> latest_grant(const char* name,
 
 }  // namespace
 
-std::optional<StoredLease> read_grant(const char* name, int64 token) {
-  std::optional<StoredLease> row = read_lease(name);
+std::optional<LeaseRow> read_grant(const char* name, int64 token) {
+  std::optional<LeaseRow> row = read_lease(name);
   if (row && row->token == token) return row;
-  std::optional<StoredLease> holder = read_holder(name, token);
+  std::optional<LeaseRow> holder = read_holder(name, token);
   if (holder) return holder;
   // A snapshot older than the grant cannot say it was never made.
   if (IsolationUsesXactSnapshot() &&
@@ -86,7 +91,7 @@ std::optional<StoredLease> read_grant(const char* name, int64 token) {
 }
 
 int64 latest_token(const char* name) {
-  std::optional<StoredLease> latest = latest_grant(name, read_lease(name));
+  std::optional<LeaseRow> latest = latest_grant(name, read_lease(name));
   return latest ? latest->token : 0;
 }
 

@@ -7,9 +7,12 @@
 
 #include <optional>
 
+#include "../core/duration.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+
 #include "boundary.h"
 #include "lease_row.h"
-#include "pg_headers.h"
 
 namespace dlock::pg {
 
@@ -17,17 +20,17 @@ namespace dlock::pg {
 LeaseRows read_holders(const char* name, Seen seen);
 
 // The holder of `name` with `token`, if any (the transaction's snapshot).
-std::optional<StoredLease> read_holder(const char* name, int64 token);
+std::optional<LeaseRow> read_holder(const char* name, int64 token);
 
 // The same, locked FOR SHARE until the transaction ends (assert_held).
-std::optional<StoredLease> read_holder_for_share(const char* name, int64 token);
+std::optional<LeaseRow> read_holder_for_share(const char* name, int64 token);
 
 // The grant of `name` with `token`: the lease_store row if it has that
 // token, else the holder with it. When neither has it, the name's latest
 // grant (the largest token), whose token tells a token that came before
 // it (a newer grant took the name) from one never granted; nothing if the
 // name has no row.
-std::optional<StoredLease> read_grant(const char* name, int64 token);
+std::optional<LeaseRow> read_grant(const char* name, int64 token);
 
 // The largest token of the name's rows (0 if none): the one messages name
 // as the lease's latest.

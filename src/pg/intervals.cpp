@@ -1,8 +1,9 @@
 // C++ headers before PostgreSQL's (see pg_headers.h).
 #include <string>
 
-#include "intervals.h"
+#include "../core/duration.h"
 
+#include "intervals.h"
 #include "boundary.h"
 
 namespace dlock::pg {

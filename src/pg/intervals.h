@@ -3,7 +3,9 @@
 // mean the same duration in every time zone.
 #pragma once
 
-#include "pg_headers.h"
+#include "../core/duration.h"
+
+#include "boundary.h"
 
 namespace dlock::pg {
 

@@ -1,3 +1,5 @@
+#include "../core/duration.h"
+
 #include "lease_ended.h"
 #include "settings.h"
 

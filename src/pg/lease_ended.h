@@ -10,7 +10,7 @@
 // Nothing is queued while dlock.notify_lease_ends is off.
 #pragma once
 
-#include "pg_headers.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 

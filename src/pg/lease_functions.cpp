@@ -2,6 +2,17 @@
 // and assert_held. The rules live in src/core; this file reads arguments,
 // applies them through grant.h and release.h, and builds results.
 
+#include <optional>
+
+#include "../core/arguments.h"
+#include "../core/deadline.h"
+#include "../core/duration.h"
+#include "../core/errors.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+#include "../core/lease_stats.h"
+#include "../core/tokens.h"
+
 #include "args.h"
 #include "authorization.h"
 #include "boundary.h"
@@ -22,12 +33,12 @@
 namespace dlock::pg {
 namespace {
 
-DLOCK_PLAIN_STRUCT(std::optional<StoredLease>);
+DLOCK_PLAIN_STRUCT(std::optional<LeaseRow>);
 
 // Raises LD002 for a token that does not hold its lease, or LD003 if dlock
 // never issued it at all.
 [[noreturn]] void raise_not_held(const char* name, int64 token,
-                                 const std::optional<StoredLease>& row,
+                                 const std::optional<LeaseRow>& row,
                                  NotHeld why) {
   if (why == NotHeld::never_granted) {
     dlock::check_token_issued(token, last_issued_token());
@@ -114,12 +125,12 @@ DLOCK_FUNCTION(dlock_renew) {
   const char* owner = optional_owner(fcinfo, 3);
   PreventCommandIfReadOnly("dlock.renew()");
   wait_gate(name);
-  std::optional<StoredLease> row = read_grant(name, token);
+  std::optional<LeaseRow> row = read_grant(name, token);
   for (;;) {
     check_may_act(name, token, row);
     TimestampTz now = GetCurrentTimestamp();
     dlock::NotHeld why = dlock::why_not_held(
-        row ? std::optional(rules_row(*row)) : std::nullopt, token, now);
+        row ? std::optional(grant_of(*row)) : std::nullopt, token, now);
     if (why != dlock::NotHeld::held) {
       count_event(name, dlock::LeaseEvent::renew_failure);
       raise_not_held(name, token, row, why);
@@ -155,15 +166,15 @@ DLOCK_FUNCTION(dlock_assert_held) {
   // Shares the gate with other asserts; grants, renewals and releases of
   // the lease wait for (or, for grants, give up on) this transaction.
   share_gate(name);
-  std::optional<StoredLease> row = read_lease_for_share(name);
+  std::optional<LeaseRow> row = read_lease_for_share(name);
   if (!row || row->token != token) {
     // A holder's row, or else the name's latest grant, for the answer.
-    std::optional<StoredLease> holder = read_holder_for_share(name, token);
+    std::optional<LeaseRow> holder = read_holder_for_share(name, token);
     row = holder ? holder : read_grant(name, token);
   }
   check_may_act(name, token, row);
   dlock::NotHeld why =
-      dlock::why_not_held(row ? std::optional(rules_row(*row)) : std::nullopt,
+      dlock::why_not_held(row ? std::optional(grant_of(*row)) : std::nullopt,
                           token, GetCurrentTimestamp());
   if (why == dlock::NotHeld::held) PG_RETURN_VOID();
   if (why == dlock::NotHeld::newer_token) {
@@ -187,7 +198,7 @@ DLOCK_FUNCTION(dlock_release) {
   // token or owner, not held) must not hold the gate, or any role could
   // keep the holder from renewing by releasing with a wrong token in an
   // open transaction.
-  std::optional<StoredLease> row = read_grant(name, token);
+  std::optional<LeaseRow> row = read_grant(name, token);
   if (!held_with(row, token, GetCurrentTimestamp()) ||
       (owner != nullptr && strcmp(owner, row->owner) != 0)) {
     PG_RETURN_BOOL(false);
@@ -203,13 +214,13 @@ DLOCK_FUNCTION(dlock_release) {
 DLOCK_FUNCTION(dlock_get) {
   const char* name = required_name(fcinfo, 0, "lease name");
   TimestampTz now = GetCurrentTimestamp();
-  std::optional<StoredLease> row = read_lease(name);
-  const StoredLease* held =
-      row && dlock::is_held(rules_row(*row), now) ? &*row : nullptr;
+  std::optional<LeaseRow> row = read_lease(name);
+  const LeaseRow* held =
+      row && dlock::is_held(grant_of(*row), now) ? &*row : nullptr;
   LeaseRows holders{nullptr, 0};
   if (held == nullptr) holders = read_holders(name, Seen::snapshot);
   for (int i = 0; i < holders.count; ++i) {
-    if (dlock::is_held(rules_row(holders.rows[i]), now)) {
+    if (dlock::is_held(grant_of(holders.rows[i]), now)) {
       held = &holders.rows[i];  // in token order: the latest wins
     }
   }

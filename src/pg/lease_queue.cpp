@@ -1,3 +1,5 @@
+#include "../core/deadline.h"
+
 #include "lease_queue.h"
 #include "gate.h"
 #include "lock_wait.h"
@@ -31,8 +33,9 @@ void wake_now(const char* name) {
 // After the top-level transaction has released its locks: its writes are
 // visible and the gates it held are open (a prepared transaction keeps
 // them, and the woken head waits there).
-void wake_after_commit(ResourceReleasePhase phase, bool is_commit,
-                       bool is_top_level, void*) {
+extern "C" {
+static void wake_after_commit(ResourceReleasePhase phase, bool is_commit,
+                              bool is_top_level, void*) {
   if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !is_top_level) return;
   List* names = heads_to_wake;
   heads_to_wake = NIL;
@@ -40,6 +43,7 @@ void wake_after_commit(ResourceReleasePhase phase, bool is_commit,
   ListCell* cell;
   foreach (cell, names) wake_now(static_cast<const char*>(lfirst(cell)));
 }
+}  // extern "C"
 
 [[noreturn]] void client_lost() {
   ClientConnectionLost = true;

@@ -14,7 +14,9 @@
 // waiter becomes head when the grant is committed.
 #pragma once
 
-#include "pg_headers.h"
+#include "../core/deadline.h"
+
+#include "boundary.h"
 
 namespace dlock::pg {
 

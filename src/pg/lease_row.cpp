@@ -1,3 +1,9 @@
+#include <optional>
+
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+#include "../core/tokens.h"
+
 #include "lease_row.h"
 #include "intervals.h"
 #include "relations.h"
@@ -120,7 +126,7 @@ RowWrite row_write(TM_Result result) {
 }
 
 // The table a row was read from, opened for writing.
-Relation open_table_of(const StoredLease& row) {
+Relation open_table_of(const LeaseRow& row) {
   return table_open(dlock_relation(row.in_holders ? DlockRelation::lease_holders
                                                   : DlockRelation::lease_store),
                     RowExclusiveLock);
@@ -131,7 +137,7 @@ Relation open_table_of(const StoredLease& row) {
 // a lease's many grants and releases need no index entries), without
 // planning or running a statement. The caller holds the lease's gate, so
 // no other dlock write of the row is in flight.
-RowWrite update_row(const StoredLease& row, const ColumnValue* columns,
+RowWrite update_row(const LeaseRow& row, const ColumnValue* columns,
                     int count) {
   Relation rel = open_table_of(row);
   TupleDesc desc = RelationGetDescr(rel);
@@ -160,10 +166,10 @@ RowWrite update_row(const StoredLease& row, const ColumnValue* columns,
 
 }  // namespace
 
-StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
+LeaseRow decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
   MemoryContext old = MemoryContextSwitchTo(into);
   bool isnull;
-  StoredLease lease;
+  LeaseRow lease;
   lease.name = text_or_null(tuple, kColName, desc);
   lease.token = DatumGetInt64(heap_getattr(tuple, kColToken, desc, &isnull));
   lease.owner = text_or_null(tuple, kColOwner, desc);
@@ -195,8 +201,8 @@ StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
   return lease;
 }
 
-StoredLease decode_holder(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
-  StoredLease holder = decode_lease(tuple, desc, into);
+LeaseRow decode_holder(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
+  LeaseRow holder = decode_lease(tuple, desc, into);
   bool isnull;
   holder.in_holders = true;
   holder.shared =
@@ -206,19 +212,19 @@ StoredLease decode_holder(HeapTuple tuple, TupleDesc desc, MemoryContext into) {
   return holder;
 }
 
-LeaseRow rules_row(const StoredLease& row) {
-  LeaseRow rules;
-  rules.token = row.token;
-  rules.expires_at = row.expires_at;
-  rules.released = row.released;
-  rules.lock_delay = row.lock_delay;
-  rules.min_hold_until = row.min_hold > 0 ? row.acquired_at + row.min_hold : 0;
-  return rules;
+LeaseGrant grant_of(const LeaseRow& row) {
+  LeaseGrant grant;
+  grant.token = row.token;
+  grant.expires_at = row.expires_at;
+  grant.released = row.released;
+  grant.lock_delay = row.lock_delay;
+  grant.min_hold_until = row.min_hold > 0 ? row.acquired_at + row.min_hold : 0;
+  return grant;
 }
 
-dlock::Holder holder_of(const StoredLease& row) {
+dlock::Holder holder_of(const LeaseRow& row) {
   dlock::Holder holder;
-  holder.row = rules_row(row);
+  holder.grant = grant_of(row);
   holder.mode =
       row.shared ? dlock::HolderMode::shared : dlock::HolderMode::exclusive;
   holder.permits = row.permits;
@@ -230,8 +236,8 @@ bool lease_store_is_current(TupleDesc desc) {
          !TupleDescAttr(desc, kColRenewCount - 1)->attnotnull;
 }
 
-bool same_version(const std::optional<StoredLease>& a,
-                  const std::optional<StoredLease>& b) {
+bool same_version(const std::optional<LeaseRow>& a,
+                  const std::optional<LeaseRow>& b) {
   if (!a || !b) return !a && !b;
   return ItemPointerEquals(&a->tuple->t_self, &b->tuple->t_self);
 }
@@ -272,11 +278,11 @@ LeaseRows read_rows(LeaseTable table, const char* name, int64 token,
   for (HeapTuple tuple; HeapTupleIsValid(tuple = systable_getnext(scan));) {
     if (found.count == room) {
       room = room == 0 ? 4 : room * 2;
-      size_t bytes = sizeof(StoredLease) * room;
-      found.rows = static_cast<StoredLease*>(
+      size_t bytes = sizeof(LeaseRow) * room;
+      found.rows = static_cast<LeaseRow*>(
           found.rows == nullptr ? palloc(bytes) : repalloc(found.rows, bytes));
     }
-    StoredLease& row = found.rows[found.count++];
+    LeaseRow& row = found.rows[found.count++];
     row = holders ? decode_holder(tuple, desc, CurrentMemoryContext)
                   : decode_lease(tuple, desc, CurrentMemoryContext);
     row.tuple = heap_copytuple(tuple);
@@ -287,16 +293,16 @@ LeaseRows read_rows(LeaseTable table, const char* name, int64 token,
   return found;
 }
 
-std::optional<StoredLease> read_lease(const char* name, Seen seen) {
+std::optional<LeaseRow> read_lease(const char* name, Seen seen) {
   LeaseRows rows = read_rows(LeaseTable::store, name, 0, seen);
   if (rows.count == 0) return std::nullopt;
   return rows.rows[0];
 }
 
-std::optional<StoredLease> read_lease_for_share(const char* name) {
+std::optional<LeaseRow> read_lease_for_share(const char* name) {
   OwnerSpi spi = owner_spi_connect();
   Datum args[1] = {CStringGetTextDatum(name)};
-  std::optional<StoredLease> row;
+  std::optional<LeaseRow> row;
   if (run_plan(select_for_share, args, " ") == 1) {
     row = decode_lease(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
                        spi.caller_cxt);
@@ -305,7 +311,7 @@ std::optional<StoredLease> read_lease_for_share(const char* name) {
   return row;
 }
 
-RowWrite write_grant(Grant kind, const char* name, const StoredLease* row,
+RowWrite write_grant(Grant kind, const char* name, const LeaseRow* row,
                      const char* owner, const GrantTerms& terms, int64* token) {
   if (kind == Grant::same_token) {
     // The same grant for longer: its token and other terms stay.
@@ -343,7 +349,7 @@ RowWrite write_grant(Grant kind, const char* name, const StoredLease* row,
   return update_row(*row, columns, lengthof(columns));
 }
 
-RowWrite write_renew(const StoredLease& row, TimestampTz expires_at,
+RowWrite write_renew(const LeaseRow& row, TimestampTz expires_at,
                      Interval* ttl) {
   ColumnValue columns[] = {
       {kColExpiresAt, TimestampTzGetDatum(expires_at), false},
@@ -353,7 +359,7 @@ RowWrite write_renew(const StoredLease& row, TimestampTz expires_at,
   return update_row(row, columns, lengthof(columns));
 }
 
-RowWrite delete_row(const StoredLease& row) {
+RowWrite delete_row(const LeaseRow& row) {
   Relation rel = open_table_of(row);
   TM_FailureData failure;
   TM_Result result =
@@ -363,7 +369,7 @@ RowWrite delete_row(const StoredLease& row) {
   return row_write(result);
 }
 
-RowWrite write_release(const StoredLease& row, TimestampTz now) {
+RowWrite write_release(const LeaseRow& row, TimestampTz now) {
   ColumnValue columns[] = {
       {kColReleasedAt, TimestampTzGetDatum(now), false},
   };

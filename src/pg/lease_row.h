@@ -5,8 +5,11 @@
 
 #include <optional>
 
+#include "../core/duration.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+
 #include "boundary.h"
-#include "pg_headers.h"
 
 namespace dlock::pg {
 
@@ -48,9 +51,11 @@ enum LeaseColumn : AttrNumber {
 // library before the update may still read rows this one writes.
 bool lease_store_is_current(TupleDesc desc);
 
-// A lease row as last committed (or as written earlier by this
-// transaction). Strings and the interval are palloc'd.
-struct StoredLease {
+// A row of dlock.lease_store or dlock.lease_holders, decoded: every
+// column, as last committed (or as written earlier by this transaction),
+// and the row version for the writes below. grant_of() gives what
+// src/core's rules judge of it. Strings and the interval are palloc'd.
+struct LeaseRow {
   const char* name;
   int64 token;
   const char* owner;
@@ -71,21 +76,21 @@ struct StoredLease {
   HeapTuple tuple;  // the row version read_lease() read (a copy), for the
                     // write_* below; NULL for rows read through SPI
 };
-DLOCK_PLAIN_STRUCT(StoredLease);
+DLOCK_PLAIN_STRUCT(LeaseRow);
 
 // Decodes a row of the lease_store table, or of a SELECT or RETURNING of
 // DLOCK_LEASE_COLUMNS, into memory of `into` (tuple left NULL).
-StoredLease decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into);
+LeaseRow decode_lease(HeapTuple tuple, TupleDesc desc, MemoryContext into);
 // The same for a row of lease_holders, or a SELECT or RETURNING of
 // DLOCK_HOLDER_COLUMNS.
-StoredLease decode_holder(HeapTuple tuple, TupleDesc desc, MemoryContext into);
+LeaseRow decode_holder(HeapTuple tuple, TupleDesc desc, MemoryContext into);
 #define DLOCK_HOLDER_COLUMNS DLOCK_LEASE_COLUMNS ", shared, permits"
 
 // The row as src/core's holder rules see it (same_owner false).
-dlock::Holder holder_of(const StoredLease& row);
+dlock::Holder holder_of(const LeaseRow& row);
 
-// The row as src/core's rules see it (same_owner false).
-LeaseRow rules_row(const StoredLease& row);
+// The row's grant as src/core's rules see it (same_owner false).
+LeaseGrant grant_of(const LeaseRow& row);
 
 // Which rows a read sees: the transaction's snapshot (a fresh one in READ
 // COMMITTED), or every committed row, whatever the isolation level. A
@@ -96,7 +101,7 @@ enum class Seen { snapshot, latest };
 // Rows of one name, decoded, each with a copy of the row version read
 // (for the write_* below), in primary-key order.
 struct LeaseRows {
-  StoredLease* rows;
+  LeaseRow* rows;
   int count;
 };
 DLOCK_PLAIN_STRUCT(LeaseRows);
@@ -112,12 +117,12 @@ LeaseRows read_rows(LeaseTable table, const char* name, int64 token, Seen seen);
 
 // The lease's lease_store row (with the transaction's snapshot unless
 // told otherwise).
-std::optional<StoredLease> read_lease(const char* name,
-                                      Seen seen = Seen::snapshot);
+std::optional<LeaseRow> read_lease(const char* name,
+                                   Seen seen = Seen::snapshot);
 
 // Whether two reads of a lease found the same row version (or both none).
-bool same_version(const std::optional<StoredLease>& a,
-                  const std::optional<StoredLease>& b);
+bool same_version(const std::optional<LeaseRow>& a,
+                  const std::optional<LeaseRow>& b);
 
 // 40001, as PostgreSQL's UPDATE raises it in a REPEATABLE READ or
 // SERIALIZABLE transaction: the lease was written after the snapshot.
@@ -126,7 +131,7 @@ bool same_version(const std::optional<StoredLease>& a,
 // The lease row, locked FOR SHARE until the transaction ends, so that no
 // other transaction can write it (a takeover included). Runs SPI as the
 // table owner itself.
-std::optional<StoredLease> read_lease_for_share(const char* name);
+std::optional<LeaseRow> read_lease_for_share(const char* name);
 
 // Writes of a lease row that read_lease() (or holder_rows.h) returned, with the
 // lease's gate held, as compare-and-set on that row version: each returns
@@ -151,15 +156,15 @@ DLOCK_PLAIN_STRUCT(GrantTerms);
 // name (row is NULL), Grant::new_token gives a released or expired lease a
 // new token, Grant::same_token gives the owner's grant a later expiry and
 // keeps its token. Sets *token to the grant's.
-RowWrite write_grant(Grant kind, const char* name, const StoredLease* row,
+RowWrite write_grant(Grant kind, const char* name, const LeaseRow* row,
                      const char* owner, const GrantTerms& terms, int64* token);
 // A later expiry and TTL for the grant, counted as a renewal.
-RowWrite write_renew(const StoredLease& row, TimestampTz expires_at,
+RowWrite write_renew(const LeaseRow& row, TimestampTz expires_at,
                      Interval* ttl);
 // Marks the grant released at `now`.
-RowWrite write_release(const StoredLease& row, TimestampTz now);
+RowWrite write_release(const LeaseRow& row, TimestampTz now);
 // Deletes a row that no longer occupies its name, when the name's next
 // grant is written.
-RowWrite delete_row(const StoredLease& row);
+RowWrite delete_row(const LeaseRow& row);
 
 }  // namespace dlock::pg

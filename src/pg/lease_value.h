@@ -1,7 +1,7 @@
 // The dlock.lease values lease functions return.
 #pragma once
 
-#include "pg_headers.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 

@@ -1,3 +1,8 @@
+#include <csignal>
+
+#include "../core/deadline.h"
+#include "../core/duration.h"
+
 #include "lock_wait.h"
 
 namespace dlock::pg {
@@ -13,7 +18,8 @@ volatile sig_atomic_t waiting = false;
 volatile sig_atomic_t deadline_reached = false;
 volatile Micros waiting_until = 0;
 
-void on_deadline_timer() {
+extern "C" {
+static void on_deadline_timer() {
   if (!waiting) return;
   Micros left = waiting_until - dlock::monotonic_now();
   if (left > 0) {
@@ -27,6 +33,7 @@ void on_deadline_timer() {
   QueryCancelPending = true;
   SetLatch(MyLatch);
 }
+}  // extern "C"
 
 void stop_timer() {
   waiting = false;

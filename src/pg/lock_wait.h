@@ -4,7 +4,9 @@
 // dlock only ends it at the deadline.
 #pragma once
 
-#include "pg_headers.h"
+#include "../core/deadline.h"
+
+#include "boundary.h"
 
 namespace dlock::pg {
 

@@ -1,6 +1,9 @@
 // The module's entry: PG_MODULE_MAGIC and _PG_init, which defines the
 // settings, registers the transaction callback and, when dlock is in
 // shared_preload_libraries, asks for the statistics' shared memory.
+#include "../core/duration.h"
+#include "../core/lease_stats.h"
+
 #include "durability.h"
 #include "settings.h"
 #include "stats.h"

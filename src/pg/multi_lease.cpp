@@ -3,6 +3,14 @@
 // byte order, so that nobody sees a part of them held and two callers
 // never wait for each other in a cycle.
 
+#include "../core/arguments.h"
+#include "../core/deadline.h"
+#include "../core/duration.h"
+#include "../core/errors.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+#include "../core/lease_stats.h"
+
 #include "args.h"
 #include "boundary.h"
 #include "gate.h"
@@ -117,12 +125,12 @@ DLOCK_FUNCTION(dlock_try_acquire_all) {
   Micros free_in;
   bool* retry = static_cast<bool*>(palloc(sizeof(bool) * names.count));
   for (int i = 0; i < names.count; ++i) {
-    Peek peeked =
-        peek_grant(lease_request_for(terms, names.names[i]), &free_in);
-    if (peeked == Peek::busy) {
+    GrantPreview preview =
+        preview_grant(lease_request_for(terms, names.names[i]), &free_in);
+    if (preview == GrantPreview::busy) {
       return none_granted(fcinfo, names, terms, i);
     }
-    retry[i] = peeked == Peek::retry;
+    retry[i] = preview == GrantPreview::same_token;
   }
   for (int i = 0; i < names.count; ++i) {
     // The owner's retry of a held grant never waits behind the queue.
@@ -133,8 +141,8 @@ DLOCK_FUNCTION(dlock_try_acquire_all) {
     }
   }
   for (int i = 0; i < names.count; ++i) {
-    if (peek_grant(lease_request_for(terms, names.names[i]), &free_in) ==
-        Peek::busy) {
+    if (preview_grant(lease_request_for(terms, names.names[i]), &free_in) ==
+        GrantPreview::busy) {
       give_back_gates(names, names.count);
       return none_granted(fcinfo, names, terms, i);
     }
@@ -142,8 +150,8 @@ DLOCK_FUNCTION(dlock_try_acquire_all) {
   Granted* grants =
       static_cast<Granted*>(palloc(sizeof(Granted) * names.count));
   for (int i = 0; i < names.count; ++i) {
-    if (grant_gated(lease_request_for(terms, names.names[i]), &grants[i],
-                    &free_in) != Attempt::granted) {
+    if (grant_holding_gate(lease_request_for(terms, names.names[i]), &grants[i],
+                           &free_in) != Attempt::granted) {
       // Only a REPEATABLE READ snapshot older than the lease can get here.
       raise_serialization_failure();
     }

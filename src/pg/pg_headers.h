@@ -1,29 +1,11 @@
-// The one header through which dlock's glue sees PostgreSQL. C++ standard
-// headers and src/core's headers come first: PostgreSQL's port.h redefines
-// snprintf and friends, and src/core's headers refuse to follow
-// postgres.h. Code in src/pg must not use std::snprintf; use psprintf or
-// StringInfo.
+// The one header through which dlock's glue sees PostgreSQL, and only
+// PostgreSQL: each glue file includes the C++ standard headers and the
+// src/core rules it uses itself, before this one (or a glue header that
+// includes it). PostgreSQL's port.h redefines snprintf and friends, which
+// breaks C++ headers included after it, and src/core's headers refuse to
+// follow postgres.h (plain_cpp.h). For the same reason src/pg must not use
+// std::snprintf; use psprintf or StringInfo.
 #pragma once
-
-#include <algorithm>
-#include <csignal>
-#include <cstdint>
-#include <cstring>
-#include <exception>
-#include <new>
-#include <optional>
-#include <type_traits>
-
-#include "../core/advisory_key.h"
-#include "../core/arguments.h"
-#include "../core/deadline.h"
-#include "../core/duration.h"
-#include "../core/errors.h"
-#include "../core/fenced_update_sql.h"
-#include "../core/holders.h"
-#include "../core/lease_rules.h"
-#include "../core/lease_stats.h"
-#include "../core/tokens.h"
 
 extern "C" {
 #include "postgres.h"

@@ -2,6 +2,9 @@
 // dlock_protect, whose function dlock.fence_guard() refuses a write that
 // lowers a row's fence or sets a token dlock never issued.
 
+#include "../core/errors.h"
+#include "../core/tokens.h"
+
 #include "args.h"
 #include "boundary.h"
 #include "fence_target.h"

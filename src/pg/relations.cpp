@@ -1,5 +1,11 @@
-#include "relations.h"
+#include <optional>
 
+#include "../core/duration.h"
+#include "../core/errors.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
+
+#include "relations.h"
 #include "boundary.h"
 #include "lease_row.h"
 
@@ -21,7 +27,8 @@ void forget_relations() {
   ++generation;
 }
 
-extern "C" void on_relcache_invalidation(Datum, Oid relid) {
+extern "C" {
+static void on_relcache_invalidation(Datum, Oid relid) {
   for (Oid oid : relation_oids) {
     if (!OidIsValid(relid) || relid == oid) {
       forget_relations();
@@ -30,9 +37,10 @@ extern "C" void on_relcache_invalidation(Datum, Oid relid) {
   }
 }
 
-extern "C" void on_namespace_invalidation(Datum, int, uint32) {
+static void on_namespace_invalidation(Datum, int, uint32) {
   forget_relations();
 }
+}  // extern "C"
 
 }  // namespace
 

@@ -3,7 +3,7 @@
 // renamed schema), so that a lease call costs no catalog lookup.
 #pragma once
 
-#include "pg_headers.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 

@@ -1,3 +1,9 @@
+#include <optional>
+
+#include "../core/deadline.h"
+#include "../core/lease_rules.h"
+#include "../core/lease_stats.h"
+
 #include "release.h"
 #include "holder_rows.h"
 #include "lease_queue.h"
@@ -6,13 +12,12 @@
 
 namespace dlock::pg {
 
-bool held_with(const std::optional<StoredLease>& row, int64 token,
+bool held_with(const std::optional<LeaseRow>& row, int64 token,
                TimestampTz now) {
-  return row && row->token == token && dlock::is_held(rules_row(*row), now);
+  return row && row->token == token && dlock::is_held(grant_of(*row), now);
 }
 
-bool release_gated(const char* name, int64 token,
-                   std::optional<StoredLease> row) {
+bool release_gated(const char* name, int64 token, std::optional<LeaseRow> row) {
   TimestampTz now;
   for (;;) {
     now = GetCurrentTimestamp();

@@ -5,18 +5,17 @@
 #include <optional>
 
 #include "lease_row.h"
-#include "pg_headers.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 
 // Whether `row` is the lease held with `token` at `now`.
-bool held_with(const std::optional<StoredLease>& row, int64 token,
+bool held_with(const std::optional<LeaseRow>& row, int64 token,
                TimestampTz now);
 
 // Releases (name, token) if held, with the lease's gate held; `row` is the
 // grant as read_grant() read it before or after taking the gate. Wakes the head
 // of the lease's queue. Returns whether this call released it.
-bool release_gated(const char* name, int64 token,
-                   std::optional<StoredLease> row);
+bool release_gated(const char* name, int64 token, std::optional<LeaseRow> row);
 
 }  // namespace dlock::pg

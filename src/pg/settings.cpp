@@ -1,3 +1,5 @@
+#include "../core/duration.h"
+
 #include "settings.h"
 
 namespace dlock::pg {

@@ -2,7 +2,9 @@
 // dlock.notify_lease_ends, dlock.track_stats and dlock.stats_max.
 #pragma once
 
-#include "pg_headers.h"
+#include "../core/duration.h"
+
+#include "boundary.h"
 
 namespace dlock::pg {
 

@@ -1,5 +1,4 @@
 #include "spi.h"
-
 #include "relations.h"
 
 namespace dlock::pg {

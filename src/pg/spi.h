@@ -7,7 +7,6 @@
 #pragma once
 
 #include "boundary.h"
-#include "pg_headers.h"
 
 namespace dlock::pg {
 

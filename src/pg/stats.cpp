@@ -1,5 +1,11 @@
-#include "stats.h"
+#include <algorithm>
+#include <cstddef>
 
+#include "../core/arguments.h"
+#include "../core/duration.h"
+#include "../core/lease_stats.h"
+
+#include "stats.h"
 #include "boundary.h"
 #include "settings.h"
 
@@ -42,13 +48,14 @@ Size stats_memory_size() {
                   hash_estimate_size(stats_max, sizeof(StatsEntry)));
 }
 
-void request_memory() {
+extern "C" {
+static void request_memory() {
   if (previous_request) previous_request();
   RequestAddinShmemSpace(stats_memory_size());
   RequestNamedLWLockTranche(kStatsTranche, 1);
 }
 
-void attach_memory() {
+static void attach_memory() {
   if (previous_startup) previous_startup();
   LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
   bool found;
@@ -65,6 +72,7 @@ void attach_memory() {
                           HASH_ELEM | HASH_BLOBS);
   LWLockRelease(AddinShmemInitLock);
 }
+}  // extern "C"
 
 StatsKey key_of(Oid dbid, const char* name) {
   StatsKey key;

@@ -7,7 +7,10 @@
 // pg_stat_statements).
 #pragma once
 
-#include "pg_headers.h"
+#include "../core/duration.h"
+#include "../core/lease_stats.h"
+
+#include "boundary.h"
 
 namespace dlock::pg {
 

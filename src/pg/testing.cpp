@@ -4,8 +4,11 @@
 // destructors of the C++ objects they unwind, and leave the backend usable.
 #ifdef DLOCK_TESTING
 
+#include <new>
 #include <stdexcept>
 #include <string>
+
+#include "../core/errors.h"
 
 #include "boundary.h"
 

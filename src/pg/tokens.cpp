@@ -1,3 +1,7 @@
+#include <optional>
+
+#include "../core/tokens.h"
+
 #include "tokens.h"
 #include "relations.h"
 #include "spi.h"

@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "pg_headers.h"
+#include "boundary.h"
 
 namespace dlock::pg {
 

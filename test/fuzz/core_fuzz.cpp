@@ -303,8 +303,8 @@ void check_permits_and_min_hold(FuzzedDataProvider& in) {
 
 // ---- lease rules -----------------------------------------------------
 
-dlock::LeaseRow lease_row(FuzzedDataProvider& in) {
-  dlock::LeaseRow row;
+dlock::LeaseGrant lease_grant(FuzzedDataProvider& in) {
+  dlock::LeaseGrant row;
   row.token = edgy<std::int64_t>(in);
   row.expires_at = micros(in);
   row.released = in.ConsumeBool();
@@ -317,7 +317,7 @@ dlock::LeaseRow lease_row(FuzzedDataProvider& in) {
   return row;
 }
 
-std::string describe(const dlock::LeaseRow& row) {
+std::string describe(const dlock::LeaseGrant& row) {
   return "{token " + str(row.token) + ", expires_at " + str(row.expires_at) +
          (row.released ? ", released" : "") +
          (row.same_owner ? ", same owner" : "") + ", lock_delay " +
@@ -325,21 +325,21 @@ std::string describe(const dlock::LeaseRow& row) {
          "}";
 }
 
-Wide exact_free_at(const dlock::LeaseRow& row) {
+Wide exact_free_at(const dlock::LeaseGrant& row) {
   return row.released ? Wide{row.min_hold_until}
                       : Wide{row.expires_at} + row.lock_delay;
 }
 
 // free_at() saturates: a lease free past the end of time is free at
 // 'infinity' (INT64_MAX), as every other one.
-bool occupies_at(const dlock::LeaseRow& row, Micros now) {
+bool occupies_at(const dlock::LeaseGrant& row, Micros now) {
   if (!row.released && row.expires_at > now) return true;
   return clamp(exact_free_at(row)) > now;
 }
 
 void check_lease_rules(FuzzedDataProvider& in) {
   const char* check = "lease rules";
-  dlock::LeaseRow row = lease_row(in);
+  dlock::LeaseGrant row = lease_grant(in);
   Micros now = micros(in);
   require(dlock::free_at(row) == clamp(exact_free_at(row)), "free_at",
           str(dlock::free_at(row)) + " for " + str(exact_free_at(row)));
@@ -407,7 +407,7 @@ void check_holders(FuzzedDataProvider& in) {
                         : in.ConsumeIntegralInRange(1, 4);
   std::vector<dlock::Holder> holders(in.ConsumeIntegralInRange(0, 8));
   for (dlock::Holder& h : holders) {
-    h.row = lease_row(in);
+    h.grant = lease_grant(in);
     h.mode = in.ConsumeBool() ? dlock::HolderMode::shared
                               : dlock::HolderMode::exclusive;
     h.permits =
@@ -418,8 +418,8 @@ void check_holders(FuzzedDataProvider& in) {
   using G = dlock::HolderGrant;
   std::optional<G> want;
   for (const dlock::Holder& h : holders) {
-    if (want || !h.row.same_owner) continue;
-    if (h.row.released || h.row.expires_at <= now) continue;
+    if (want || !h.grant.same_owner) continue;
+    if (h.grant.released || h.grant.expires_at <= now) continue;
     want = h.permits != request.permits ? G::permits_differ
            : h.mode == request.mode     ? G::same_token
                                         : G::other_mode;
@@ -428,7 +428,7 @@ void check_holders(FuzzedDataProvider& in) {
   std::size_t occupants = 0;
   std::size_t exclusive = 0;
   for (const dlock::Holder& h : holders) {
-    if (!occupies_at(h.row, now)) continue;
+    if (!occupies_at(h.grant, now)) continue;
     counts.insert(h.permits);
     ++occupants;
     if (h.mode == dlock::HolderMode::exclusive) ++exclusive;

@@ -26,9 +26,9 @@ Holder holder(HolderMode mode, Micros expires_at, bool same_owner = false,
   Holder h;
   h.mode = mode;
   h.permits = permits;
-  h.row.token = 1;
-  h.row.expires_at = expires_at;
-  h.row.same_owner = same_owner;
+  h.grant.token = 1;
+  h.grant.expires_at = expires_at;
+  h.grant.same_owner = same_owner;
   return h;
 }
 Holder reader(Micros expires_at) {
@@ -41,7 +41,7 @@ Holder permit(int of, Micros expires_at) {
   return holder(HolderMode::exclusive, expires_at, false, of);
 }
 Holder released(Holder h) {
-  h.row.released = true;
+  h.grant.released = true;
   return h;
 }
 
@@ -81,10 +81,10 @@ TEST(DecideHolderGrant, GoneHoldersDoNotCount) {
 
 TEST(DecideHolderGrant, LockDelayAndMinHoldStillOccupy) {
   Holder delayed = writer(kNow - kSecond);
-  delayed.row.lock_delay = 2 * kSecond;
+  delayed.grant.lock_delay = 2 * kSecond;
   EXPECT_EQ(decide({delayed}, kShared), HolderGrant::busy);
   Holder early = released(reader(kNow + kSecond));
-  early.row.min_hold_until = kNow + kSecond;
+  early.grant.min_hold_until = kNow + kSecond;
   EXPECT_EQ(decide({early}, kExclusive), HolderGrant::busy);
   EXPECT_EQ(decide({early}, kShared), HolderGrant::new_holder);
 }
@@ -100,7 +100,7 @@ TEST(DecideHolderGrant, TheSameOwnerRetriesOrIsRefusedTheOtherMode) {
   EXPECT_EQ(decide(writing, kShared), HolderGrant::other_mode);
   // Past its expiry the owner's grant is no longer its own to extend.
   Holder delayed = holder(HolderMode::exclusive, kNow - kSecond, true);
-  delayed.row.lock_delay = 2 * kSecond;
+  delayed.grant.lock_delay = 2 * kSecond;
   EXPECT_EQ(decide({delayed}, kExclusive), HolderGrant::busy);
 }
 
@@ -141,7 +141,7 @@ TEST(HoldersFreeAt, AWriterWaitsForTheLastOccupant) {
 
 TEST(HoldersFreeAt, AReaderWaitsOnlyForWriters) {
   Holder delayed = writer(kNow + kSecond);
-  delayed.row.lock_delay = kSecond;
+  delayed.grant.lock_delay = kSecond;
   std::vector<Holder> both{delayed, reader(kNow + 5 * kSecond)};
   EXPECT_EQ(free_at(both, kShared), kNow + 2 * kSecond);
 }

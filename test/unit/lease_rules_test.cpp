@@ -20,9 +20,9 @@ using namespace dlock::testing;
 
 constexpr Micros kNow = 1'700'000'000'000'000;  // an arbitrary server clock
 
-LeaseRow row(std::int64_t token, Micros expires_at, bool released,
-             bool same_owner) {
-  LeaseRow r;
+LeaseGrant row(std::int64_t token, Micros expires_at, bool released,
+               bool same_owner) {
+  LeaseGrant r;
   r.token = token;
   r.expires_at = expires_at;
   r.released = released;
@@ -142,7 +142,7 @@ TEST(Describe, EveryReasonHasItsOwnText) {
 // Lock-delay: an unreleased expiry keeps the lease busy until
 // expires_at + lock_delay; a release frees it at once.
 TEST(LockDelay, BusyUntilExpiryPlusDelay) {
-  LeaseRow row{5, 1'000, false, false, 500};
+  LeaseGrant row{5, 1'000, false, false, 500};
   EXPECT_EQ(free_at(row), 1'500);
   EXPECT_EQ(decide_grant(row, 999), Grant::busy);
   EXPECT_EQ(decide_grant(row, 1'000), Grant::busy);
@@ -173,7 +173,7 @@ TEST(CappedExpiry, SaturatesInsteadOfOverflowing) {
 }
 
 TEST(WhyNotHeld, NonPositiveTokensWereNeverGranted) {
-  LeaseRow row{10, 1'000, false, false};
+  LeaseGrant row{10, 1'000, false, false};
   EXPECT_EQ(why_not_held(row, 0, 0), NotHeld::never_granted);
   EXPECT_EQ(why_not_held(row, -5, 0), NotHeld::never_granted);
   EXPECT_EQ(why_not_held(row, 9, 0), NotHeld::newer_token);
@@ -183,7 +183,7 @@ TEST(WhyNotHeld, NonPositiveTokensWereNeverGranted) {
 // dlock.lease_state): exclusive expiry, exclusive end of the lock-delay,
 // released before anything else.
 TEST(LeaseState, AtTheEdges) {
-  LeaseRow r = row(1, kNow, false, false);
+  LeaseGrant r = row(1, kNow, false, false);
   EXPECT_EQ(lease_state(r, kNow - 1), LeaseState::held);
   EXPECT_EQ(lease_state(r, kNow), LeaseState::expired);
   r.lock_delay = 1'000'000;
@@ -207,7 +207,7 @@ TEST(LeaseState, NamesAsSqlShowsThem) {
 // Released inside its min_hold, a lease is nobody's and free for nobody
 // until acquired_at + min_hold; the edge is exclusive, as for expiry.
 TEST(MinHold, ReleasedEarlyStaysUnavailableUntilItEnds) {
-  LeaseRow r = row(4, kNow + 1'000'000, true, true);
+  LeaseGrant r = row(4, kNow + 1'000'000, true, true);
   r.min_hold_until = kNow + 500;
   EXPECT_EQ(lease_state(r, kNow), LeaseState::released_early);
   EXPECT_EQ(lease_state(r, kNow + 499), LeaseState::released_early);
@@ -222,7 +222,7 @@ TEST(MinHold, ReleasedEarlyStaysUnavailableUntilItEnds) {
 // min_hold changes nothing for a grant that is not released: it is held
 // until its expiry and free after the lock-delay, as before.
 TEST(MinHold, DoesNotHoldBackAnExpiry) {
-  LeaseRow r = row(4, kNow, false, false);
+  LeaseGrant r = row(4, kNow, false, false);
   r.min_hold_until = kNow + 1'000'000;
   r.lock_delay = 100;
   EXPECT_EQ(lease_state(r, kNow - 1), LeaseState::held);
@@ -237,7 +237,7 @@ TEST(LeaseState, DecisionsFollowIt) {
     for (Micros delay : {Micros{0}, Micros{500}}) {
       for (Micros min_hold_until : {Micros{0}, kNow + 300}) {
         for (Micros at = kNow - 2; at <= kNow + 502; ++at) {
-          LeaseRow r = row(3, kNow, released, false);
+          LeaseGrant r = row(3, kNow, released, false);
           r.lock_delay = delay;
           r.min_hold_until = min_hold_until;
           LeaseState state = lease_state(r, at);
