@@ -27,7 +27,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 ensure_packages() {
   local want="postgresql-15 postgresql-client-15 postgresql-server-dev-15
     libpq-dev libkrb5-dev libipc-run-perl g++ make cmake libgtest-dev pgbouncer
-    faketime libfaketime nlohmann-json3-dev $*"
+    faketime libfaketime nlohmann-json3-dev pandoc man-db $*"
   local missing="" p
   for p in $want; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
