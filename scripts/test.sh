@@ -135,7 +135,10 @@ if [ "$MODE" = quick ]; then
   trap quick_cleanup EXIT
   private_postgresql "$QUICK_DIR/pg"
   build_and_install --incremental DLOCK_TESTING=1 WERROR=1
-  start_cluster
+  # No crash is tested here and the cluster is thrown away: without fsync
+  # the suites' CREATE DATABASEs and the shutdown do not wait on the disk,
+  # which halves a built run.
+  start_cluster "fsync = off"
   trap quick_cleanup EXIT # start_cluster set its own
   suite "static checks" static_checks
   suite "googletest (unit)" unit_tests
