@@ -18,9 +18,10 @@ Commands:
   release NAME TOKEN            give a grant back
   status [NAME]...              show leases: state, owner, token, validity
 
-Each command has its own --help. Durations: 500ms, 30s, 5m, 1h, 2d, runs of
-them largest unit first (1m30s), or any PostgreSQL interval text
-('90 seconds', '00:01:30'), which the server reads; at most 100 years.
+Each command has its own --help, and man dlock has the full manual.
+Durations: 500ms, 30s, 5m, 1h, 2d, runs of them largest unit first (1m30s),
+or any PostgreSQL interval text ('90 seconds', '00:01:30'), which the server
+reads; at most 100 years.
 
   -h, --help     show this help and exit
       --version  show the version and exit

@@ -22,32 +22,79 @@ fi
 
 log() { printf '==> %s\n' "$*" >&2; }
 
+# What building dlock, its unit tests and its manual page, the static checks
+# (clang-format, python3), and running the pg_regress and isolation suites
+# take: all that scripts/test.sh --quick needs. ensure_packages adds what
+# the other suites and the demo use.
+BUILD_PACKAGES="postgresql-15 postgresql-client-15 postgresql-server-dev-15
+  libpq-dev libkrb5-dev g++ make cmake libgtest-dev nlohmann-json3-dev pandoc
+  clang-format python3"
+
+# Prints those of the packages named that are not installed.
+missing_packages() {
+  local p missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+      missing+=("$p")
+  done
+  echo "${missing[*]}"
+}
+
+# Installs the packages named, as root or with sudo.
+install_packages() {
+  log "installing: $*"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
 # Installs whatever of the build and test dependencies, and of the
 # packages named as arguments, is missing.
 ensure_packages() {
-  local want="postgresql-15 postgresql-client-15 postgresql-server-dev-15
-    libpq-dev libkrb5-dev libipc-run-perl g++ make cmake libgtest-dev pgbouncer
-    faketime libfaketime nlohmann-json3-dev $*"
-  local missing="" p
-  for p in $want; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
-      missing="$missing $p"
-  done
-  if [ -n "$missing" ]; then
-    log "installing:$missing"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive \
-      apt-get install -y -qq --no-install-recommends $missing >/dev/null
-  fi
+  local missing
+  missing=$(missing_packages $BUILD_PACKAGES libipc-run-perl pgbouncer \
+    faketime libfaketime man-db $*)
+  [ -z "$missing" ] || install_packages $missing
 }
 
 # Builds and installs dlock; extra arguments go to make (DLOCK_TESTING=1).
+# --incremental first keeps what an earlier build made (the Makefile
+# rebuilds it all when a build switch changes). An installation you may
+# write to (a private copy) is written as yourself, any other as root.
 build_and_install() {
-  log "building dlock $*"
   local pg_config="PG_CONFIG=$PG_BIN/pg_config"
-  make -C "$DLOCK_ROOT" -s "$pg_config" clean
+  if [ "${1:-}" = --incremental ]; then
+    shift
+  else
+    make -C "$DLOCK_ROOT" -s "$pg_config" clean
+  fi
+  log "building dlock $*"
   make -C "$DLOCK_ROOT" -s -j2 "$pg_config" "$@"
-  as_root make -C "$DLOCK_ROOT" -s "$pg_config" install "$@" >/dev/null
+  local install=as_root
+  [ -w "$("$PG_BIN/pg_config" --pkglibdir)" ] && install=
+  $install make -C "$DLOCK_ROOT" -s "$pg_config" install "$@" >/dev/null
+}
+
+# Copies the PostgreSQL installation PG_BIN belongs to into directory $1,
+# keeping its usr/... layout (Debian's pg_config finds the headers, the
+# library and share directories relative to bindir), and points PG_BIN and
+# PATH at the copy: dlock is then installed there, as yourself, and the
+# system's installation is left alone.
+private_postgresql() {
+  local dir=$1 bindir suffix=/usr/lib/postgresql/15/bin root
+  bindir=$("$PG_BIN/pg_config" --bindir)
+  [ "${bindir%"$suffix"}" != "$bindir" ] || {
+    log "cannot copy a PostgreSQL installation whose bindir is $bindir"
+    return 1
+  }
+  root=${bindir%"$suffix"}
+  log "copying the PostgreSQL installation in ${root:-/} to $dir"
+  mkdir -p "$dir/usr/lib/postgresql" "$dir/usr/share/postgresql" "$dir/usr/include"
+  cp -a "$root/usr/lib/postgresql/15" "$dir/usr/lib/postgresql/"
+  cp -a "$root/usr/share/postgresql/15" "$dir/usr/share/postgresql/"
+  cp -a "$root/usr/include/postgresql" "$dir/usr/include/"
+  PG_BIN=$dir/usr/lib/postgresql/15/bin
+  export PATH="$PG_BIN:$PATH"
 }
 
 # Builds the client library, the dlock command, the demo and the tests

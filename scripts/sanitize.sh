@@ -33,26 +33,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A copy of the installation, keeping its usr/... layout: Debian's pg_config
-# finds the headers, the library and share directories relative to bindir.
-private_postgresql() {
-  local bindir suffix=/usr/lib/postgresql/15/bin root
-  bindir=$("$PG_BIN/pg_config" --bindir)
-  [ "${bindir%"$suffix"}" != "$bindir" ] || {
-    log "cannot copy a PostgreSQL installation whose bindir is $bindir"
-    return 1
-  }
-  root=${bindir%"$suffix"}
-  log "copying the PostgreSQL installation in ${root:-/} to $WORK_DIR/pg"
-  mkdir -p "$WORK_DIR/pg/usr/lib/postgresql" "$WORK_DIR/pg/usr/share/postgresql" \
-    "$WORK_DIR/pg/usr/include"
-  cp -a "$root/usr/lib/postgresql/15" "$WORK_DIR/pg/usr/lib/postgresql/"
-  cp -a "$root/usr/share/postgresql/15" "$WORK_DIR/pg/usr/share/postgresql/"
-  cp -a "$root/usr/include/postgresql" "$WORK_DIR/pg/usr/include/"
-  PG_BIN=$WORK_DIR/pg/usr/lib/postgresql/15/bin
-  export PATH="$PG_BIN:$PATH"
-}
-
 # What the PGXS build and its suites read, copied; build_and_install and
 # make work on the copy from here on.
 private_tree() {
@@ -63,7 +43,7 @@ private_tree() {
   DLOCK_ROOT=$WORK_DIR/src
 }
 
-private_postgresql
+private_postgresql "$WORK_DIR/pg"
 private_tree
 build_and_install DLOCK_TESTING=1 WERROR=1 SANITIZE=$SANITIZERS
 

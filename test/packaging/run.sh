@@ -166,6 +166,7 @@ for script in "$SRC"/extension/dlock--*.sql; do
   cmp -s "$script" "$EXT/$(basename "$script")" || fail "$(basename "$script") differs from the tree's"
 done
 owned_by dlock /usr/bin/dlock
+owned_by dlock /usr/share/man/man1/dlock.1.gz
 owned_by dlock /usr/share/doc/dlock/examples/dlock-queries.yaml
 cmp -s "$SRC/monitoring/dlock-queries.yaml" /usr/share/doc/dlock/examples/dlock-queries.yaml ||
   fail "the packaged dlock-queries.yaml differs from the tree's"
