@@ -93,7 +93,7 @@ private_postgresql() {
   cp -a "$root/usr/lib/postgresql/15" "$dir/usr/lib/postgresql/"
   cp -a "$root/usr/share/postgresql/15" "$dir/usr/share/postgresql/"
   cp -a "$root/usr/include/postgresql" "$dir/usr/include/"
-  PG_BIN=$dir/usr/lib/postgresql/15/bin
+  export PG_BIN=$dir/usr/lib/postgresql/15/bin
   export PATH="$PG_BIN:$PATH"
 }
 

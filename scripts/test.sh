@@ -174,9 +174,39 @@ command -v npm >/dev/null || ensure_packages nodejs npm
 if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
   as_root systemctl disable --now prometheus-postgres-exporter >/dev/null 2>&1 || true
 fi
+# The test build (test-only functions, warnings as errors) goes into a
+# private copy of the PostgreSQL installation, made after the packages above
+# (pg_cron) are in: the system's stays as it was. Every suite below runs
+# on the copy (PG_BIN and PATH point at it), except the packages' test,
+# which installs into the system's on purpose.
+SYSTEM_PATH=$PATH
+# dlock's files in the system's installation, to prove at the end that the
+# run left them as it found them (absent, the demo's build, or a package's).
+system_dlock_files() {
+  local pg_config=/usr/lib/postgresql/15/bin/pg_config
+  find "$("$pg_config" --pkglibdir)" "$("$pg_config" --sharedir)/extension" \
+    -maxdepth 1 -name 'dlock*' -type f -print0 2>/dev/null |
+    sort -z | xargs -0 -r sha256sum
+}
+system_dlock_before=$(system_dlock_files)
+system_untouched() {
+  [ "$(system_dlock_files)" = "$system_dlock_before" ] || {
+    log "the system's PostgreSQL has other dlock files than before the run"
+    return 1
+  }
+}
+TEST_DIR=$(mktemp -d /tmp/dlock-test.XXXXXX)
+chmod 755 "$TEST_DIR"
+full_cleanup() {
+  stop_cluster
+  rm -rf "$TEST_DIR"
+}
+trap full_cleanup EXIT
+private_postgresql "$TEST_DIR/pg"
 build_and_install DLOCK_TESTING=1 WERROR=1
 build_client -DDLOCK_WERROR=ON
 start_cluster
+trap full_cleanup EXIT # start_cluster set its own
 
 suite "static checks" static_checks
 suite "documented reference" doc_reference
@@ -193,8 +223,10 @@ suite "libFuzzer (src/core)" bash "$DLOCK_ROOT/test/fuzz/run.sh" 60
 # Last: it rebuilds the extension with the sanitizers (in a copy of the
 # server's installation of its own).
 suite "ASan + UBSan (regress, isolation)" bash "$DLOCK_ROOT/scripts/sanitize.sh"
-# Alone, after everything else that uses the system's PostgreSQL: it
-# installs the packages there, then puts back the files they replaced.
-suite "packages (PGXN zip, Debian)" bash "$DLOCK_ROOT/test/packaging/run.sh"
+# On the system's PostgreSQL, last: it installs the packages there, then
+# puts back the files they replaced.
+suite "packages (PGXN zip, Debian)" env PG_BIN=/usr/lib/postgresql/15/bin \
+  PATH="$SYSTEM_PATH" bash "$DLOCK_ROOT/test/packaging/run.sh"
+suite "the system's PostgreSQL as it was" system_untouched
 
 summary
