@@ -15,6 +15,7 @@
 #include "child.h"
 #include "commands.h"
 #include "guarded.h"
+#include <dlock/application_name.h>
 #include <dlock/keeper.h>
 #include <dlock/lease.h>
 #include <dlock/lease_errors.h>
@@ -37,6 +38,15 @@ std::vector<std::pair<std::string, std::string>> lease_environment(
           {"DLOCK_EXPIRES_AT", g.expires_at}};
 }
 
+// How dlock run's sessions show in pg_stat_activity (application_name.h):
+// the one that waits for the lease and releases it, and the keeper's.
+std::string session_name(const RunOptions& o, const std::string& owner) {
+  return client::application_name("dlock run", o.lease.name, owner);
+}
+std::string keeper_session_name(const RunOptions& o, const std::string& owner) {
+  return client::application_name("dlock keeper", o.lease.name, owner);
+}
+
 // Releases the grant once COMMAND has ended on its own. A lease found no
 // longer held, or a release that fails, only gets a warning: COMMAND's
 // work is done, and its status is dlock's.
@@ -51,7 +61,7 @@ void release_after_command(const RunOptions& o, client::Leases& leases,
     } catch (const client::ConnectionLost&) {
       // The connection sat idle while COMMAND ran; the server or a pooler
       // may have closed it. One try on a new one.
-      pq::Connection again(o.lease.conninfo);
+      pq::Connection again(o.lease.conninfo, session_name(o, g.owner));
       client::Leases fresh(again);
       released = fresh.release(g);
     }
@@ -66,9 +76,11 @@ void release_after_command(const RunOptions& o, client::Leases& leases,
   }
 }
 
-client::KeeperOptions keeper_options(const RunOptions& o) {
+client::KeeperOptions keeper_options(const RunOptions& o,
+                                     const client::Grant& g) {
   client::KeeperOptions k;
   k.conninfo = o.lease.conninfo;
+  k.application_name = keeper_session_name(o, g.owner);
   k.policy.fixed_margin = keeper_margin(kill_after_of(o).value());
   k.behind_pooler = o.lease.pooler;
   if (o.lease.verbosity == Verbosity::verbose) {
@@ -84,7 +96,7 @@ client::KeeperOptions keeper_options(const RunOptions& o) {
 int run_holding(const RunOptions& o, client::Leases& leases,
                 const client::Grant& grant) {
   SignalPipe signals({SIGINT, SIGTERM, SIGHUP});
-  client::Keeper keeper(grant, keeper_options(o));
+  client::Keeper keeper(grant, keeper_options(o, grant));
   Command command{o.command, lease_environment(grant),
                   in_terminal_foreground()};
   std::variant<Child, SpawnFailure> spawned = Child::spawn(command, signals);
@@ -114,13 +126,13 @@ int run_holding(const RunOptions& o, client::Leases& leases,
 
 int run_command(RunOptions& o) {
   return guarded(kExitRunFailed, [&] {
-    pq::Connection conn(o.lease.conninfo);
+    std::string owner = o.lease.owner.value_or(client::default_owner());
+    pq::Connection conn(o.lease.conninfo, session_name(o, owner));
     std::optional<std::string> error = read_durations(conn, duration_fields(o));
     if (!error) error = check_kill_after(o);
     if (error) return report_usage_error("run", *error);
     client::Leases leases(conn);
-    std::optional<client::Grant> grant = take_lease(
-        leases, o.lease, o.lease.owner.value_or(client::default_owner()));
+    std::optional<client::Grant> grant = take_lease(leases, o.lease, owner);
     if (!grant) return busy(o.lease);
     report_grant(o.lease, *grant);
     try {

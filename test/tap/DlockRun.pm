@@ -84,8 +84,8 @@ END
 # PATH, stdin from /dev/null, stdout and stderr into files. Options:
 # name, options (an array of dlock run's options), script (bash, after the
 # functions above), args (the script's own arguments), env (a hash of
-# environment variables to set for dlock). Returns a hash: pid (dlock's),
-# dir (the script's directory).
+# environment variables to set for dlock; undef unsets one). Returns a
+# hash: pid (dlock's), dir (the script's directory).
 sub start_run
 {
 	my (%opt) = @_;
@@ -95,7 +95,11 @@ sub start_run
 	my $pid = fork() // die "fork: $!";
 	if ($pid == 0)
 	{
-		$ENV{$_} = $opt{env}{$_} for keys %{ $opt{env} // {} };
+		for my $var (keys %{ $opt{env} // {} })
+		{
+			my $value = $opt{env}{$var};
+			defined $value ? ($ENV{$var} = $value) : delete $ENV{$var};
+		}
 		open(STDIN, '<', '/dev/null') or POSIX::_exit(125);
 		open(STDOUT, '>', "$dir/stdout") or POSIX::_exit(125);
 		open(STDERR, '>', "$dir/stderr") or POSIX::_exit(125);
