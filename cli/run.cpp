@@ -5,9 +5,14 @@
 // SIGINT, SIGTERM and SIGHUP end dlock as usual (a waiting acquire ends
 // with its client). From then on they go to COMMAND, and the lease is
 // released only after COMMAND has ended. A lost lease is not released:
-// the keeper found it refused, ended or past its local deadline.
+// the keeper found it refused, ended or past its local deadline, or the
+// watchdog, which enforces that deadline even while dlock is stopped,
+// fired or ended.
+#include <chrono>
 #include <csignal>
+#include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -24,6 +29,7 @@
 #include "server_durations.h"
 #include "signal_pipe.h"
 #include "usage.h"
+#include "watchdog.h"
 
 namespace dlock::cli {
 
@@ -92,26 +98,54 @@ client::KeeperOptions keeper_options(const RunOptions& o,
   return k;
 }
 
+// Why the lease is lost, once it is: the keeper's reason, or the
+// watchdog's (watchdog.h).
+std::optional<std::string> loss(const client::Keeper& keeper,
+                                Watchdog& watchdog) {
+  if (keeper.lost()) return keeper.why();
+  std::optional<std::string> failure = watchdog.failure();
+  if (!failure) return std::nullopt;
+  if (watchdog.fired() && client::BootClock::now() >= keeper.deadline()) {
+    // It fired at the keeper's deadline (dlock was stopped), which the
+    // keeper looks at at least every 50 ms: its reason says more.
+    for (int i = 0; i < 100 && !keeper.lost(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (keeper.lost()) return keeper.why();
+  }
+  return failure;
+}
+
 // COMMAND under the lease, from the grant to the release.
 int run_holding(const RunOptions& o, client::Leases& leases,
                 const client::Grant& grant) {
+  // Forked before the keeper's thread starts, and before the signal pipe:
+  // it keeps the signal dispositions dlock was started with.
+  Watchdog watchdog(kill_after_of(o).value());
   SignalPipe signals({SIGINT, SIGTERM, SIGHUP});
   client::Keeper keeper(grant, keeper_options(o, grant));
   Command command{o.command, lease_environment(grant),
                   in_terminal_foreground()};
-  std::variant<Child, SpawnFailure> spawned = Child::spawn(command, signals);
+  std::variant<Child, SpawnFailure> spawned =
+      Child::spawn(command, signals, &watchdog, keeper.deadline());
   if (auto* failure = std::get_if<SpawnFailure>(&spawned)) {
     keeper.stop();
     say(failure->message);
     release_after_command(o, leases, keeper.grant());
     return failure->exit_code;
   }
+  pid_t group = std::get<Child>(spawned).pid();
   bool told = false;
   Ending end = std::get<Child>(spawned).wait(
       signals,
       [&] {
-        if (!keeper.lost()) return false;
-        if (!told) say("lease " + grant.name + " lost: " + keeper.why());
+        std::optional<std::string> why = loss(keeper, watchdog);
+        if (!why) {
+          // Each new local deadline, to the watchdog.
+          watchdog.watch(group, keeper.deadline());
+          return false;
+        }
+        if (!told) say("lease " + grant.name + " lost: " + *why);
         told = true;
         return true;
       },
