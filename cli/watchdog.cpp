@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -55,7 +56,15 @@ void send_byte(int fd, char byte) {
   // Only the socket stays open: no connection of dlock's, and no pipe
   // that someone reads until its writers are gone.
   if (fd != kSocketFd && dup2(fd, kSocketFd) < 0) _exit(1);
-  if (close_range(kSocketFd + 1, ~0U, 0) != 0) _exit(1);
+  if (close_range(kSocketFd + 1, ~0U, 0) != 0) {
+    // A kernel before 5.9: one by one, up to the limit on descriptors.
+    rlimit limit{};
+    int most = getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+                       limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < 65536
+                   ? static_cast<int>(limit.rlim_cur)
+                   : 65536;
+    for (int open_fd = kSocketFd + 1; open_fd < most; ++open_fd) close(open_fd);
+  }
   int null = open("/dev/null", O_RDWR);
   if (null < 0) _exit(1);
   for (int std_fd = 0; std_fd < 3; ++std_fd) dup2(null, std_fd);
@@ -107,7 +116,8 @@ void send_byte(int fd, char byte) {
 }  // namespace
 
 void Watch::take(const Order& o) {
-  if (fired() || o.group <= 0) return;
+  // kill(-1) would signal every process: a group is a child's pid, never 1.
+  if (fired() || o.group <= 1) return;
   if (group_ == 0) {
     group_ = o.group;
     deadline_ns_ = o.deadline_ns;

@@ -98,6 +98,7 @@ TEST(WatchTest, NoGroupIsNoOrder) {
   Watch w(kKillAfter);
   w.take({0, 10 * kSecond});
   w.take({-1, 10 * kSecond});
+  w.take({1, 10 * kSecond});  // kill(-1, ...) would be every process
   EXPECT_EQ(w.group(), 0);
   EXPECT_EQ(w.step(30 * kSecond).signo, 0);
 }
