@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <system_error>
 
 extern char** environ;
@@ -180,7 +181,9 @@ bool in_terminal_foreground() {
 }
 
 std::variant<Child, SpawnFailure> Child::spawn(const Command& command,
-                                               const SignalPipe& signals) {
+                                               const SignalPipe& signals,
+                                               Watchdog* watchdog,
+                                               client::TimePoint deadline) {
   // Everything the child needs is built before fork().
   std::vector<std::string> path_strings =
       executable_paths(command.argv.empty() ? "" : command.argv[0]);
@@ -225,11 +228,24 @@ std::variant<Child, SpawnFailure> Child::spawn(const Command& command,
   // The child does the same: whichever runs first makes the group.
   setpgid(pid, pid);
   if (command.take_terminal) give_terminal(pid);
+  Child child(pid, command.take_terminal, watchdog);
+  if (watchdog) {
+    watchdog->watch(pid, deadline);
+    std::optional<std::string> why = watchdog->failure();
+    if (why && !watchdog->fired()) {
+      // COMMAND never runs unwatched: the child dies before exec. (A
+      // watchdog that fired already is a lost lease, which wait() sees.)
+      close(go[1]);
+      close(report[0]);
+      kill(pid, SIGKILL);
+      child.reap();
+      throw std::runtime_error("could not start COMMAND: " + *why);
+    }
+  }
   close(go[1]);
   int error = 0;
   bool exec_failed = read_int(report[0], error);
   close(report[0]);
-  Child child(pid, command.take_terminal);
   if (!exec_failed) return child;
   child.reap();
   return SpawnFailure{error == ENOENT || error == ENOTDIR ? 127 : 126,
@@ -238,7 +254,9 @@ std::variant<Child, SpawnFailure> Child::spawn(const Command& command,
 }
 
 Child::Child(Child&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)), terminal_(other.terminal_) {}
+    : pid_(std::exchange(other.pid_, -1)),
+      terminal_(other.terminal_),
+      watchdog_(std::exchange(other.watchdog_, nullptr)) {}
 
 Child::~Child() {
   if (pid_ < 0) return;
@@ -247,6 +265,7 @@ Child::~Child() {
 }
 
 int Child::reap() {
+  if (watchdog_) watchdog_->stop();
   int status = 0;
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
@@ -291,6 +310,9 @@ Ending Child::wait(SignalPipe& signals, const std::function<bool()>& lost,
       }
       exited = info.si_pid == pid_;
     }
+    // A child that a watchdog killed ended because the lease was lost:
+    // ask before taking its end for its own.
+    if (exited && !losing && lost()) losing = true;
     if (exited) {
       if (losing) {
         kill(-pid_, SIGKILL);

@@ -6,6 +6,11 @@
 // ends. Linux sends it when the thread that called spawn() ends, so call
 // it from the main thread.
 //
+// With a Watchdog (watchdog.h), the child's group is handed to it before
+// COMMAND is exec'd, and the watchdog is stopped before the child is
+// reaped, while the group's id cannot be reused. It kills the whole group
+// when dlock dies, and at the local deadline while dlock is stopped.
+//
 // wait() is dlock run's main loop: poll() on the signal pipe with a 20 ms
 // timeout, forwarding each signal to the group, asking lost() and reaping
 // the child without blocking. Once lost() says so, the group gets SIGTERM,
@@ -26,6 +31,7 @@
 #include <vector>
 
 #include "signal_pipe.h"
+#include "watchdog.h"
 
 namespace dlock::cli {
 
@@ -59,10 +65,12 @@ struct Ending {
 
 class Child {
  public:
-  // Starts the command. Throws std::system_error when fork() or pipe()
-  // fail.
-  static std::variant<Child, SpawnFailure> spawn(const Command& command,
-                                                 const SignalPipe& signals);
+  // Starts the command; with a watchdog, only once it watches the group
+  // until `deadline`. Throws std::system_error when fork() or pipe() fail,
+  // or the watchdog is gone.
+  static std::variant<Child, SpawnFailure> spawn(
+      const Command& command, const SignalPipe& signals,
+      Watchdog* watchdog = nullptr, client::TimePoint deadline = {});
 
   // Kills the group and reaps the child if wait() was never called.
   ~Child();
@@ -79,9 +87,11 @@ class Child {
               std::chrono::milliseconds kill_after);
 
  private:
-  Child(pid_t pid, bool terminal) : pid_(pid), terminal_(terminal) {}
+  Child(pid_t pid, bool terminal, Watchdog* watchdog)
+      : pid_(pid), terminal_(terminal), watchdog_(watchdog) {}
 
-  // The child ended: reaps it and returns its status.
+  // The child ended: stops the watchdog, reaps the child and returns its
+  // status.
   int reap();
   // The child stopped (^Z): stops dlock too, as a shell's job, and
   // resumes the child when dlock is resumed.
@@ -89,6 +99,7 @@ class Child {
 
   pid_t pid_ = -1;  // -1 once reaped
   bool terminal_ = false;
+  Watchdog* watchdog_ = nullptr;
 };
 
 }  // namespace dlock::cli

@@ -7,7 +7,9 @@
 #  - a COMMAND that ignores SIGTERM dies by SIGKILL after --kill-after;
 #  - the server stopped, or PgBouncer stopped (SIGSTOP): at the keeper's
 #    local deadline, before the expiry the last renewal set;
-#  - dlock itself stopped (SIGSTOP) past the expiry: at once on SIGCONT;
+#  - dlock itself stopped (SIGSTOP) past the expiry: its watchdog stops
+#    COMMAND meanwhile (017_dlock_run_watchdog.pl), and on SIGCONT dlock
+#    says the lease was lost;
 #  - dlock itself killed (SIGKILL): COMMAND dies with it, before the
 #    expiry, and the lease is left to expire.
 # Latencies are printed with note(); the assertions bound them loosely,

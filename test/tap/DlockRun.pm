@@ -28,6 +28,7 @@ our @EXPORT = qw(
   TRAP_TERM IGNORE_TERM
   start_run run_exit_code run_stderr run_stdout
   marker wait_marker read_env go dead_at epoch_of
+  group_pids group_gone_at watchdog_of process_ids
 );
 
 die 'dlock is not on the PATH (scripts/test.sh installs it)'
@@ -84,8 +85,9 @@ END
 # PATH, stdin from /dev/null, stdout and stderr into files. Options:
 # name, options (an array of dlock run's options), script (bash, after the
 # functions above), args (the script's own arguments), env (a hash of
-# environment variables to set for dlock). Returns a hash: pid (dlock's),
-# dir (the script's directory).
+# environment variables to set for dlock; undef unsets one), own_group
+# (true: dlock leads a process group of its own, so that the test can stop
+# the group). Returns a hash: pid (dlock's), dir (the script's directory).
 sub start_run
 {
 	my (%opt) = @_;
@@ -95,7 +97,12 @@ sub start_run
 	my $pid = fork() // die "fork: $!";
 	if ($pid == 0)
 	{
-		$ENV{$_} = $opt{env}{$_} for keys %{ $opt{env} // {} };
+		for my $var (keys %{ $opt{env} // {} })
+		{
+			my $value = $opt{env}{$var};
+			defined $value ? ($ENV{$var} = $value) : delete $ENV{$var};
+		}
+		POSIX::setpgid(0, 0) or POSIX::_exit(125) if $opt{own_group};
 		open(STDIN, '<', '/dev/null') or POSIX::_exit(125);
 		open(STDOUT, '>', "$dir/stdout") or POSIX::_exit(125);
 		open(STDERR, '>', "$dir/stderr") or POSIX::_exit(125);
@@ -192,6 +199,69 @@ sub dead_at
 		usleep(2_000);
 	}
 	return undef;
+}
+
+# Process $pid's ids from /proc/PID/stat: a hash of state, ppid, pgrp,
+# session and comm; undef once it is gone.
+sub process_ids
+{
+	my ($pid) = @_;
+	open(my $fh, '<', "/proc/$pid/stat") or return undef;
+	my $stat = <$fh>;
+	return undef
+	  unless defined $stat && $stat =~ /^\d+ \((.*)\) (\S) (\d+) (\d+) (\d+) /s;
+	return { comm => $1, state => $2, ppid => $3, pgrp => $4, session => $5 };
+}
+
+# The processes of process group $pgid that are not zombies.
+sub group_pids
+{
+	my ($pgid) = @_;
+	my @pids;
+	opendir(my $proc, '/proc') or die "/proc: $!";
+	for my $pid (grep { /^\d+$/ } readdir $proc)
+	{
+		my $ids = process_ids($pid);
+		push @pids, $pid if $ids && $ids->{pgrp} == $pgid && $ids->{state} !~ /[ZX]/;
+	}
+	closedir $proc;
+	# An array, not sort's value: callers count it too.
+	my @sorted = sort { $a <=> $b } @pids;
+	return @sorted;
+}
+
+# When process group $pgid was first seen empty (zombies aside), looking
+# every 2 ms; undef if a process of it still lives after poll_until's time.
+sub group_gone_at
+{
+	my ($pgid) = @_;
+	my $until = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (time < $until)
+	{
+		return time unless group_pids($pgid);
+		usleep(2_000);
+	}
+	return undef;
+}
+
+# The pid of dlock $run's watchdog (its child named "dlock watchdog"),
+# once there is one; undef if none shows within poll_until's time.
+sub watchdog_of
+{
+	my ($run) = @_;
+	my $found;
+	poll_until(sub {
+		opendir(my $proc, '/proc') or die "/proc: $!";
+		for my $pid (grep { /^\d+$/ } readdir $proc)
+		{
+			my $ids = process_ids($pid);
+			$found = $pid
+			  if $ids && $ids->{ppid} == $run->{pid} && $ids->{comm} eq 'dlock watchdog';
+		}
+		closedir $proc;
+		return defined $found;
+	});
+	return $found;
 }
 
 # The seconds since the epoch of a timestamptz text, as $node reads it.

@@ -14,10 +14,6 @@ namespace {
 // again (and the most a loss is signalled late).
 constexpr Millis kLookAgain{50};
 
-// How the keeper's sessions show in pg_stat_activity, unless the conninfo
-// names them.
-constexpr char kApplicationName[] = "dlock keeper";
-
 // Why a renewal did not count, before the server's message and ")".
 constexpr char kNotConfirmed[] =
     "the last renewal was not confirmed by the synchronous standbys (";
@@ -141,7 +137,7 @@ void Keeper::run() {
     try {
       if (!conn) {
         conn = pq::Connection::open_interruptible(
-            options_.conninfo, kApplicationName, keep_waiting);
+            options_.conninfo, options_.application_name, keep_waiting);
         if (!conn) {  // stopping, or the deadline: see above
           last_error = "could not connect in time";
           continue;

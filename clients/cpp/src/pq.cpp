@@ -195,6 +195,22 @@ struct Connection::NoticeLog {
 
 Connection::Connection(const std::string& conninfo)
     : Connection(PQconnectdb(conninfo.c_str())) {
+  check_connected();
+}
+
+Connection::Connection(const std::string& conninfo,
+                       const std::string& fallback_application_name)
+    : Connection([&] {
+        // dbname is expanded as a conninfo string, as PQconnectdb would.
+        const char* keys[] = {"dbname", "fallback_application_name", nullptr};
+        const char* values[] = {conninfo.c_str(),
+                                fallback_application_name.c_str(), nullptr};
+        return PQconnectdbParams(keys, values, 1);
+      }()) {
+  check_connected();
+}
+
+void Connection::check_connected() {
   if (!conn_) throw Error("", "out of memory allocating a connection");
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string message = trimmed(PQerrorMessage(conn_));

@@ -44,6 +44,9 @@ struct KeeperOptions {
   DeadlinePolicy policy;
   // Through a transaction pooler: no LISTEN, renewals alone decide.
   bool behind_pooler = false;
+  // The keeper's session's fallback_application_name (application_name.h):
+  // its application_name unless conninfo or PGAPPNAME sets one.
+  std::string application_name = "dlock keeper";
   // Called once, from the keeper's thread, with why the lease was lost, on
   // one line ("force-released by ops: deploy", "not renewed in time (...)").
   std::function<void(const std::string& why)> on_lost;

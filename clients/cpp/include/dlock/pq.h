@@ -150,6 +150,10 @@ class Connection {
   // variables (PGHOST, PGPORT, PGUSER, PGDATABASE, ...). Throws Error if
   // the connection fails.
   explicit Connection(const std::string& conninfo = "");
+  // The same, naming the session fallback_application_name (as it shows in
+  // pg_stat_activity) unless conninfo or PGAPPNAME names it.
+  Connection(const std::string& conninfo,
+             const std::string& fallback_application_name);
   ~Connection();
 
   Connection(const Connection&) = delete;
@@ -212,6 +216,8 @@ class Connection {
 
  private:
   explicit Connection(PGconn* conn);
+  // Throws Error unless the connection is up (closing it first).
+  void check_connected();
   void close() noexcept;
   // Starts recording the notices of a new statement.
   void begin_statement();
