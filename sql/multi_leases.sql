@@ -50,3 +50,33 @@ SELECT name, max_hold, min_hold FROM dlock.leases WHERE name LIKE 'n_' ORDER BY 
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT code, message FROM regress.error_of($$SELECT dlock.acquire_all('{z}', '1 min', '1 s')$$);
 COMMIT;
+
+-- dlock.max_names (default 100) caps the names array: each name's gate is
+-- a lock in the shared lock table until commit. A longer array is refused
+-- with 22023 before anything is taken: no row, no token, no lock.
+SHOW dlock.max_names;
+SELECT count(*) AS granted FROM dlock.try_acquire_all(
+    ARRAY(SELECT 'many-' || g FROM generate_series(1, 100) AS g), '1 min', 'o6');
+SELECT last_value AS last_token FROM dlock.token_seq;
+SELECT code, message, detail, hint FROM regress.error_of($$
+    SELECT dlock.try_acquire_all(ARRAY(SELECT 'more-' || g FROM generate_series(1, 101) AS g), '1 min')$$);
+SET dlock.max_names = 3;
+SELECT code, message, detail FROM regress.error_of($$SELECT dlock.try_acquire_all('{cap1,cap2,cap3,cap4}', '1 min')$$);
+SELECT code, message, detail FROM regress.error_of($$SELECT dlock.acquire_all('{cap1,cap2,cap3,cap4}', '1 min', '1 s')$$);
+-- Counted before anything else is checked: a NULL element or a name twice too.
+SELECT code, detail FROM regress.error_of($$SELECT dlock.acquire_all('{cap1,cap1,NULL,cap4}', '1 min', '1 s')$$);
+SELECT count(*) AS refused_rows FROM dlock.leases WHERE name LIKE 'more-%' OR name LIKE 'cap_';
+SELECT last_value AS last_token FROM dlock.token_seq;
+SELECT count(*) AS advisory_locks FROM pg_locks
+ WHERE pid = pg_backend_pid() AND locktype = 'advisory';
+-- Within the cap, granted as before.
+SELECT name, token FROM dlock.try_acquire_all('{cap1,cap2,cap3}', '1 min', 'o7');
+RESET dlock.max_names;
+-- Only a superuser may raise it: a cap the caller could lift protects nothing.
+CREATE ROLE regress_dlock_names;
+GRANT USAGE ON SCHEMA regress TO regress_dlock_names;
+SET ROLE regress_dlock_names;
+SELECT code, message FROM regress.error_of($$SET dlock.max_names = 1000$$);
+RESET ROLE;
+REVOKE USAGE ON SCHEMA regress FROM regress_dlock_names;
+DROP ROLE regress_dlock_names;

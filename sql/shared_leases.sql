@@ -80,3 +80,18 @@ SELECT code, detail FROM regress.error_of($$SELECT dlock.assert_held('was-exclus
 -- shared NULL: 22004.
 SELECT code, message FROM regress.error_of($$SELECT dlock.try_acquire('x', '1 min', shared => NULL)$$);
 SELECT count(*) AS nothing_written FROM dlock.leases WHERE name = 'x';
+
+-- At most 1000 readers at once, as a semaphore has at most 1000 permits:
+-- the 1001st is busy (NULL), as a permit is when all are taken; a
+-- reader's retry still gets its grant back, and one leaving makes room.
+SELECT count(*) AS readers FROM generate_series(1, 1000) AS g,
+       dlock.try_acquire('crowd', '1 h', 'r' || g, shared => true) AS l
+ WHERE l.token IS NOT NULL;
+SELECT dlock.try_acquire('crowd', '1 h', 'r1001', shared => true) IS NULL AS reader_busy;
+SELECT regress.outcome($$SELECT dlock.acquire('crowd', '1 h', '0', 'r1001', shared => true)$$) AS reader_waits;
+SELECT count(*) AS holder_rows FROM dlock.lease_holders WHERE name = 'crowd';
+SELECT owner = 'r7' AS same_grant FROM dlock.try_acquire('crowd', '2 h', 'r7', shared => true);
+SELECT dlock.release('crowd', token) AS released FROM dlock.leases
+ WHERE name = 'crowd' AND owner = 'r1';
+SELECT dlock.try_acquire('crowd', '1 h', 'r1001', shared => true) IS NOT NULL AS reader_granted;
+SELECT count(*) AS held FROM dlock.leases WHERE name = 'crowd' AND state = 'held';

@@ -49,8 +49,9 @@ inline constexpr ErrorCode kErrorCodes[] = {
      "`dlock.max_ttl`; a negative or over-long timeout, lock_delay, "
      "max_hold or min_hold, or a min_hold above max_hold; permits below 1 "
      "or above 1000, or given with `shared`; a permit count other than the "
-     "one the lease's holders have (DETAIL names it); an empty names array "
-     "or a name in it twice; `changes`/`match` "
+     "one the lease's holders have (DETAIL names it); an empty names array, "
+     "one longer than `dlock.max_names` or a name in it twice; "
+     "`changes`/`match` "
      "not a non-empty object; `changes` setting "
      "the fence column; target not a table; a match column without an "
      "equality operator"},

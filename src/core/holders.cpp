@@ -7,10 +7,15 @@ namespace dlock {
 
 namespace {
 
-// Whether `holder` keeps `request` out while it occupies the name.
+bool is_reader_request(const HolderRequest& request) {
+  return request.permits == 1 && request.mode == HolderMode::shared;
+}
+
+// Whether `holder` keeps `request` out while it occupies the name. Other
+// readers keep a reader out only together, kMaxReaders of them: see
+// must_leave.
 bool in_the_way(const Holder& holder, const HolderRequest& request) {
-  return request.permits > 1 || request.mode == HolderMode::exclusive ||
-         holder.mode == HolderMode::exclusive;
+  return !is_reader_request(request) || holder.mode == HolderMode::exclusive;
 }
 
 // When each occupant that keeps `request` out leaves (its free_at()),
@@ -33,6 +38,25 @@ std::size_t must_leave(const std::vector<Micros>& in_the_way,
                        const HolderRequest& request) {
   std::size_t room = static_cast<std::size_t>(request.permits - 1);
   return in_the_way.size() > room ? in_the_way.size() - room : 0;
+}
+
+// When each reader occupying the name leaves, earliest first.
+std::vector<Micros> readers_until(const Holder* holders, std::size_t count,
+                                  Micros now) {
+  std::vector<Micros> leaving;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (occupies(holders[i].grant, now) &&
+        holders[i].mode == HolderMode::shared && holders[i].permits == 1) {
+      leaving.push_back(free_at(holders[i].grant));
+    }
+  }
+  std::sort(leaving.begin(), leaving.end());
+  return leaving;
+}
+
+// How many readers must leave before another reader fits.
+std::size_t readers_over(const std::vector<Micros>& readers) {
+  return readers.size() >= kMaxReaders ? readers.size() - kMaxReaders + 1 : 0;
 }
 
 }  // namespace
@@ -71,8 +95,12 @@ HolderGrant decide_holder_grant(const Holder* holders, std::size_t count,
     return HolderGrant::permits_differ;
   }
   std::vector<Micros> leaving = in_the_way_until(holders, count, request, now);
-  return must_leave(leaving, request) == 0 ? HolderGrant::new_holder
-                                           : HolderGrant::busy;
+  if (must_leave(leaving, request) != 0) return HolderGrant::busy;
+  if (is_reader_request(request) &&
+      readers_over(readers_until(holders, count, now)) != 0) {
+    return HolderGrant::busy;
+  }
+  return HolderGrant::new_holder;
 }
 
 Micros holders_free_at(const Holder* holders, std::size_t count,
@@ -87,9 +115,17 @@ Micros holders_free_at(const Holder* holders, std::size_t count,
     case HolderGrant::busy:
       break;
   }
-  // The request fits once the n-th earliest of those in the way has left.
+  // The request fits once the n-th earliest of those in the way has left;
+  // a reader, once every writer has left and enough readers have.
   std::vector<Micros> leaving = in_the_way_until(holders, count, request, now);
-  return leaving[must_leave(leaving, request) - 1];
+  std::size_t n = must_leave(leaving, request);
+  Micros at = n == 0 ? now : leaving[n - 1];
+  if (is_reader_request(request)) {
+    std::vector<Micros> readers = readers_until(holders, count, now);
+    std::size_t over = readers_over(readers);
+    if (over != 0) at = std::max(at, readers[over - 1]);
+  }
+  return at;
 }
 
 }  // namespace dlock

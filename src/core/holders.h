@@ -20,6 +20,12 @@ namespace dlock {
 
 enum class HolderMode { exclusive, shared };
 
+// The most readers a shared lease may have at once, as a semaphore has at
+// most kMaxPermits permits: each grant decision reads every holder of the
+// name, so this bounds its cost. A reader asking when the name has this
+// many is busy (NULL, or a wait), as a permit is when all are taken.
+inline constexpr std::size_t kMaxReaders = 1000;
+
 // One holder of a name, as last committed. permits: 1 for an ordinary
 // lease (exclusive or shared), N for a permit of a semaphore of N.
 struct Holder {
@@ -54,7 +60,8 @@ int permits_in_force(const Holder* holders, std::size_t count, Micros now);
 
 // The decision for `request` on a name whose holders are holders[0..count).
 // An exclusive grant needs no occupant; a shared grant needs no exclusive
-// occupant; a semaphore grant needs fewer than `permits` occupants. The
+// occupant and fewer than kMaxReaders shared ones; a semaphore grant needs
+// fewer than `permits` occupants. The
 // caller's owner asking again as it holds (mode and permits) gets its grant
 // back; asking otherwise is refused (other_mode, permits_differ), and so
 // is any request under another permit count than the one in force.

@@ -7,6 +7,7 @@
 #include "../core/holders.h"
 #include "../core/lease_rules.h"
 #include "../core/lease_stats.h"
+#include "../core/sweep.h"
 
 #include "args.h"
 #include "authorization.h"
@@ -108,9 +109,6 @@ SavedPlan sweep_holders = {
     2,
     {TIMESTAMPTZOID, TEXTOID},
     nullptr};
-
-// Gates are held until commit: one sweep takes at most this many.
-constexpr int kSweepBatch = 10000;
 
 // Runs a plan that returns lease rows (DLOCK_LEASE_COLUMNS, or
 // DLOCK_HOLDER_COLUMNS if `holders`), as the table owner; the rows,
@@ -235,8 +233,10 @@ DLOCK_FUNCTION(dlock_release_all) {
 }
 
 // dlock.sweep(older_than interval) RETURNS bigint: deletes lease rows free
-// for more than older_than. Rows being written right now (gate taken) are
-// left for the next sweep.
+// for more than older_than, of at most sweep_batch() names (each name's
+// gate is held until commit: a tenth of the shared lock table); the
+// caller calls again until it returns 0. Rows being written right now
+// (gate taken) are left for the next sweep.
 DLOCK_FUNCTION(dlock_sweep) {
   Micros older_than =
       duration_of(IntervalPGetDatum(required_interval(fcinfo, 0, "older_than")),
@@ -249,7 +249,9 @@ DLOCK_FUNCTION(dlock_sweep) {
   require_current_sql_objects();
   TimestampTz before = GetCurrentTimestamp() - older_than;
   OwnerSpi spi = owner_spi_connect();
-  Datum args[2] = {TimestampTzGetDatum(before), Int32GetDatum(kSweepBatch)};
+  int batch = dlock::sweep_batch(max_locks_per_xact, MaxConnections,
+                                 max_prepared_xacts);
+  Datum args[2] = {TimestampTzGetDatum(before), Int32GetDatum(batch)};
   int n = static_cast<int>(run_plan(sweepable, args, "  "));
   char** names = static_cast<char**>(palloc0(sizeof(char*) * (n + 1)));
   for (int i = 0; i < n; ++i) {

@@ -19,6 +19,7 @@
 #include "lease_queue.h"
 #include "lease_row.h"
 #include "lease_value.h"
+#include "settings.h"
 #include "stats.h"
 
 namespace dlock::pg {
@@ -36,8 +37,8 @@ int compare_names(const void* a, const void* b) {
 }
 
 // The names argument, checked and sorted: 22004 for a NULL array or
-// element, 22023 for an empty or multi-dimensional array, a bad name or a
-// name given twice.
+// element, 22023 for an empty or multi-dimensional array, one of more than
+// dlock.max_names elements, a bad name or a name given twice.
 Names sorted_names(FunctionCallInfo fcinfo) {
   require(fcinfo, 0, "names");
   ArrayType* array = PG_GETARG_ARRAYTYPE_P(0);
@@ -45,6 +46,16 @@ Names sorted_names(FunctionCallInfo fcinfo) {
     throw_error(sqlstate::invalid_parameter_value,
                 "names must be a one-dimensional array",
                 psprintf("It has %d dimensions.", ARR_NDIM(array)));
+  }
+  // Before anything is taken: each name holds a lock until commit.
+  int elements_given = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+  if (elements_given > max_names) {
+    throw_error(sqlstate::invalid_parameter_value,
+                psprintf("names has %d elements, more than dlock.max_names",
+                         elements_given),
+                psprintf("dlock.max_names is %d.", max_names),
+                "Take the leases in several transactions, or ask a "
+                "superuser to raise dlock.max_names.");
   }
   Datum* elements;
   bool* nulls;

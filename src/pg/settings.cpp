@@ -11,6 +11,10 @@ int max_ttl_ms = kDefaultMaxTtlMs;
 
 }  // namespace
 
+// A sixty-fourth of the lock table at PostgreSQL's defaults (64 locks per
+// transaction times 100 connections), far more than multi-leases need.
+constexpr int kDefaultMaxNames = 100;
+int max_names = kDefaultMaxNames;
 bool log_grants = false;
 bool notify_lease_ends = true;
 bool track_stats = true;
@@ -24,6 +28,14 @@ void define_settings() {
       "Acquisitions and renewals asking for more fail with SQLSTATE 22023.",
       &max_ttl_ms, kDefaultMaxTtlMs, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
       nullptr, nullptr, nullptr);
+  // SUSET: a cap a caller could raise for itself would protect nothing.
+  DefineCustomIntVariable(
+      "dlock.max_names",
+      "Most lease names one try_acquire_all or acquire_all may take.",
+      "Each name takes a lock in the server's shared lock table until the "
+      "transaction ends; longer names arrays fail with SQLSTATE 22023.",
+      &max_names, kDefaultMaxNames, 1, 100000, PGC_SUSET, 0, nullptr, nullptr,
+      nullptr);
   DefineCustomBoolVariable(
       "dlock.log_grants",
       "Logs every grant, takeover after expiry, release, force-release and "

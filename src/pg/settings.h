@@ -1,5 +1,6 @@
-// dlock's settings (GUCs): dlock.max_ttl, dlock.log_grants,
-// dlock.notify_lease_ends, dlock.track_stats and dlock.stats_max.
+// dlock's settings (GUCs): dlock.max_ttl, dlock.max_names,
+// dlock.log_grants, dlock.notify_lease_ends, dlock.track_stats and
+// dlock.stats_max.
 #pragma once
 
 #include "../core/duration.h"
@@ -13,6 +14,10 @@ void define_settings();
 
 // dlock.max_ttl as a duration.
 Micros max_ttl();
+
+// dlock.max_names: the most names one try_acquire_all or acquire_all may
+// take (each takes a lock in the shared lock table until commit).
+extern int max_names;
 
 // dlock.log_grants: log grants, takeovers, releases and force-releases.
 extern bool log_grants;

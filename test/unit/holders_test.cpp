@@ -104,6 +104,23 @@ TEST(DecideHolderGrant, TheSameOwnerRetriesOrIsRefusedTheOtherMode) {
   EXPECT_EQ(decide({delayed}, kExclusive), HolderGrant::busy);
 }
 
+TEST(DecideHolderGrant, AtMostMaxReadersShare) {
+  std::vector<Holder> full(kMaxReaders - 1, reader(kNow + kSecond));
+  EXPECT_EQ(decide(full, kShared), HolderGrant::new_holder);
+  full.push_back(reader(kNow + kSecond));
+  EXPECT_EQ(decide(full, kShared), HolderGrant::busy);
+  // The owner of one of them gets its grant back all the same.
+  full[0].grant.same_owner = true;
+  EXPECT_EQ(decide(full, kShared), HolderGrant::same_token);
+  full[0].grant.same_owner = false;
+  // A reader that has gone makes room; one in its lock-delay does not.
+  full[1] = released(full[1]);
+  EXPECT_EQ(decide(full, kShared), HolderGrant::new_holder);
+  full[1] = reader(kNow - kSecond);
+  full[1].grant.lock_delay = 2 * kSecond;
+  EXPECT_EQ(decide(full, kShared), HolderGrant::busy);
+}
+
 TEST(DecideHolderGrant, ASemaphoreGrantsUpToItsPermits) {
   std::vector<Holder> two{permit(3, kNow + kSecond), permit(3, kNow + kSecond)};
   EXPECT_EQ(decide(two, permits(3)), HolderGrant::new_holder);
@@ -131,6 +148,21 @@ TEST(DecideHolderGrant, APermitCountHoldsWhileAnyoneOccupies) {
 
 TEST(HoldersFreeAt, NowWhenItCouldBeGranted) {
   EXPECT_EQ(free_at({}, kExclusive), kNow);
+}
+
+TEST(HoldersFreeAt, AReaderWaitsForTheFirstOfMaxReadersToLeave) {
+  std::vector<Holder> full(kMaxReaders, reader(kNow + 3 * kSecond));
+  full[7] = reader(kNow + kSecond);
+  full[9] = reader(kNow + 2 * kSecond);
+  EXPECT_EQ(free_at(full, kShared), kNow + kSecond);
+  // With one more, the second has to leave too.
+  full.push_back(reader(kNow + 3 * kSecond));
+  EXPECT_EQ(free_at(full, kShared), kNow + 2 * kSecond);
+  // A writer in its lock-delay as well: the later of the two.
+  Holder delayed = writer(kNow - kSecond);
+  delayed.grant.lock_delay = 5 * kSecond;
+  full.push_back(delayed);
+  EXPECT_EQ(free_at(full, kShared), kNow + 4 * kSecond);
 }
 
 TEST(HoldersFreeAt, AWriterWaitsForTheLastOccupant) {
