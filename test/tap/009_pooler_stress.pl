@@ -2,7 +2,7 @@
 # a pool of 4 server connections for 20 s, each cycling a lease of one of
 # 4 names (acquire by polling, a fenced write of that name's row, a renew,
 # a release), every call its own transaction on whichever backend is free.
-# dlock_pooler_stress (test/integration/pooler_stress.cpp, built by CMake
+# dlock_pooler_stress (test/stress/pooler_stress.cpp, built by CMake
 # and copied next to this file) logs every call and checks the history: no
 # two holds of a name overlap on the server's clock, tokens increase in
 # grant order, every fenced write and release is accepted, the rows end as

@@ -1,5 +1,5 @@
 // The history a pooler stress run logs (pooler_stress.cpp), and its
-// checker: plain C++ without a server, so that test/client feeds it
+// checker: plain C++ without a server, so that test/unit/history feeds it
 // made-up histories.
 //
 // Each client cycles through one grant of a lease, a fenced write of that
