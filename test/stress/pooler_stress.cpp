@@ -3,6 +3,7 @@
 //
 //   dlock_pooler_stress --pooler CONNINFO [--direct CONNINFO]
 //                       [--threads 32] [--seconds 20] [--names 4]
+//                       [--history DIR]
 //
 // Every thread has its own connection to the pooler and its own explicit
 // owner, stress-<n>, and cycles until the time is up: Leases::acquire of a
@@ -12,30 +13,42 @@
 // pooler_stress (id <n>, columns value text and fence_token bigint) with
 // the grant's token; Leases::renew; dlock.release. Each call is its own
 // transaction, so each may run on another server backend. Every call is
-// logged (pooler_history.h), and the history is checked once the threads
-// have stopped, with the table's rows read before and after the run over
-// --direct (the server itself; the pooler when not given).
+// logged in the failure runs' history (test/history/history.h), a file per
+// thread in DIR (a new temporary directory if not given), with the
+// table's rows read before and after the run over --direct (the server
+// itself; the pooler when not given). Once the threads have stopped, the
+// history checker (test/history/checker.h) judges it, holding the run to
+// its promises too (Expect: no fault injected, every cycle complete);
+// `dlock_history_check --fault-free --cycles DIR` gives the same verdict.
 //
-// Prints the figures and every violation with its operations. Exit status:
-// 0 when every rule held, 1 on a violation or a failed call, 2 when the
-// run could not be set up.
+// Prints the figures and the checker's report. Exit status: 0 when every
+// rule held, 1 on a violation or a failed call, 2 when the run could not
+// be set up. The history is removed when the run passes (unless DIR was
+// given), and kept otherwise.
+#include <stdlib.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <dlock/lease.h>
+#include <dlock/lease_errors.h>
 #include <dlock/pq.h>
-#include "pooler_history.h"
+#include "checker.h"
+#include "history.h"
 #include "stress_support.h"
 
 namespace pooler_stress {
@@ -47,9 +60,10 @@ using dlock::client::Leases;
 using dlock::client::Millis;
 using dlock::client::Terms;
 using dlock::client::WaitMode;
-
-// Violations printed in full; the rest are counted.
-constexpr std::size_t kViolationsShown = 20;
+using dlock::history::Call;
+using dlock::history::Log;
+using dlock::history::Op;
+using dlock::history::Outcome;
 
 struct Options {
   std::string pooler;
@@ -57,6 +71,7 @@ struct Options {
   int threads = 32;
   int seconds = 20;
   int names = 4;
+  std::string history;  // the directory of the history files
 };
 
 std::string lease_name(int i) { return "pooler-stress-" + std::to_string(i); }
@@ -80,44 +95,63 @@ constexpr char kRows[] =
     "SELECT id, value, fence_token FROM pooler_stress"
     " WHERE id BETWEEN 1 AND $1 ORDER BY id";
 
-// What one client did. Written only by its own thread.
+// What one client counted besides its history. Written only by its own
+// thread.
 struct ClientLog {
-  std::vector<Op> ops;
+  std::int64_t cycles = 0;      // acknowledged grants
   std::int64_t busy_polls = 0;  // all of them, given-up acquires included
-  std::int64_t gave_up = 0;     // acquires still polling when time was up
-  std::string fatal;            // why the client stopped early
+  std::int64_t busy_before_grants = 0;
+  std::int64_t gave_up = 0;      // acquires still polling when time was up
+  std::int64_t max_hold_us = 0;  // grant to release, server clock
+  std::set<int> backends;        // backends that ran its writes and releases
+  std::string fatal;             // why the client stopped early
 };
 
-void record_error(Op& op, const std::exception& e) {
-  op.ok = false;
+// Completes op with the error a call threw: refused when the error says
+// the grant is gone (not for a grant), unknown when the connection died with
+// the call (it may have taken effect), failed otherwise.
+void complete_error(Log& log, Op& op, const std::exception& e,
+                    const dlock::pq::Connection& conn) {
+  op.note = e.what();
   if (auto* pg = dynamic_cast<const dlock::pq::Error*>(&e)) {
     op.sqlstate = pg->sqlstate();
   }
-  op.error = e.what();
+  const bool refused =
+      op.call != Call::grant && dlock::client::ends_grant(op.sqlstate);
+  op.outcome = !conn.ok() ? Outcome::unknown
+               : refused  ? Outcome::refused
+                          : Outcome::failed;
+  if (op.outcome != Outcome::unknown) log.complete(op);
 }
 
-// Logs one call: `call` fills op in; an exception, the error.
-void logged(ClientLog& log, Op op, const std::function<void(Op&)>& call) {
+// Logs one call: invoked, then `call` fills op in and returns its outcome;
+// an exception completes it with the error.
+void logged(Log& log, const dlock::pq::Connection& conn, Op op,
+            const std::function<Outcome(Op&)>& call) {
+  op = log.invoke(std::move(op));
   try {
-    call(op);
+    op.outcome = call(op);
   } catch (const std::exception& e) {
-    record_error(op, e);
+    complete_error(log, op, e, conn);
+    return;
   }
-  log.ops.push_back(std::move(op));
+  log.complete(op);
 }
 
 void run_client(const Options& opt, int index, Clock::time_point stop_at,
-                stress::StartLine& start, ClientLog& log) {
+                stress::StartLine& start, ClientLog& counts) {
+  const std::string owner = "stress-" + std::to_string(index);
+  std::optional<Log> log;
   std::optional<dlock::pq::Connection> conn;
   try {
+    log.emplace(opt.history + "/" + owner + ".jsonl", owner);
     conn.emplace(opt.pooler);
   } catch (const std::exception& e) {
-    log.fatal = std::string("connecting: ") + e.what();
+    counts.fatal = std::string("starting: ") + e.what();
   }
   start.arrive_and_wait();
   if (!conn) return;
 
-  const std::string owner = "stress-" + std::to_string(index);
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int> pick(1, opt.names);
   const Terms terms;  // ttl 30 s
@@ -127,7 +161,7 @@ void run_client(const Options& opt, int index, Clock::time_point stop_at,
       try {
         conn.emplace(opt.pooler);
       } catch (const std::exception& e) {
-        log.fatal = std::string("reconnecting: ") + e.what();
+        counts.fatal = std::string("reconnecting: ") + e.what();
         return;
       }
     }
@@ -139,70 +173,78 @@ void run_client(const Options& opt, int index, Clock::time_point stop_at,
     base.name = lease_name(id);
 
     Op g = base;
-    g.kind = OpKind::grant;
+    g.call = Call::grant;
+    g.ttl_ms = terms.ttl.count();
+    g = log->invoke(g);
     std::optional<Grant> got;
-    bool failed = false;
     try {
       const auto left =
           std::chrono::duration_cast<Millis>(stop_at - Clock::now());
       got = leases.acquire(base.name, owner, terms, std::max(left, Millis(1)),
                            WaitMode::poll);
     } catch (const std::exception& e) {
-      record_error(g, e);
-      failed = true;
+      counts.busy_polls += leases.busy_polls();
+      complete_error(*log, g, e, *conn);
+      continue;
     }
-    g.busy_polls = leases.busy_polls();
-    log.busy_polls += leases.busy_polls();
-    if (!got && !failed) {  // time is up: no cycle began
-      ++log.gave_up;
+    counts.busy_polls += leases.busy_polls();
+    if (!got) {  // time is up: no cycle began
+      g.outcome = Outcome::busy;
+      log->complete(g);
+      ++counts.gave_up;
       break;
     }
-    if (got) {
-      g.ok = true;
-      g.token = got->token;
-      g.acquired_us = got->acquired_at_us;
-      g.expires_us = got->expires_at_us;
-    }
-    log.ops.push_back(g);
-    if (!got) continue;
+    g.outcome = Outcome::ok;
+    g.token = got->token;
+    g.acquired_us = got->acquired_at_us;
+    g.expires_us = got->expires_at_us;
+    log->complete(g);
+    ++counts.cycles;
+    counts.busy_before_grants += leases.busy_polls();
     const Grant& grant = *got;
     base.token = grant.token;
 
     Op w = base;
-    w.kind = OpKind::write;
+    w.call = Call::write;
     w.value = owner + "/" + std::to_string(grant.token);
-    logged(log, w, [&](Op& op) {
+    logged(*log, *conn, w, [&](Op& op) {
       dlock::pq::Result r = conn->exec(kWrite, grant.token, op.value, id);
       const std::int64_t rows = r.int64(0, 0);
-      op.clock_us = r.int64(0, 1);
-      op.backend_pid = static_cast<int>(r.int64(0, 2));
-      op.ok = rows == 1;
-      if (!op.ok) op.error = "updated " + std::to_string(rows) + " rows";
+      op.server_us = r.int64(0, 1);
+      counts.backends.insert(static_cast<int>(r.int64(0, 2)));
+      if (rows == 1) return Outcome::ok;
+      op.note = "updated " + std::to_string(rows) + " rows";
+      return Outcome::failed;
     });
 
     Op n = base;
-    n.kind = OpKind::renew;
-    logged(log, n, [&](Op& op) {
+    n.call = Call::renew;
+    n.ttl_ms = terms.ttl.count();
+    logged(*log, *conn, n, [&](Op& op) {
       Grant renewed = leases.renew(grant);
-      op.ok = renewed.token == grant.token;
-      if (!op.ok) op.error = "renewed token " + std::to_string(renewed.token);
       op.acquired_us = renewed.acquired_at_us;
       op.expires_us = renewed.expires_at_us;
+      if (renewed.token == grant.token) return Outcome::ok;
+      op.note = "renewed token " + std::to_string(renewed.token);
+      return Outcome::failed;
     });
 
     Op rel = base;
-    rel.kind = OpKind::release;
-    logged(log, rel, [&](Op& op) {
+    rel.call = Call::release;
+    logged(*log, *conn, rel, [&](Op& op) {
       dlock::pq::Result r = conn->exec(kRelease, op.name, grant.token, owner);
-      op.ok = r.boolean(0, 0);
-      op.clock_us = r.int64(0, 1);
-      op.backend_pid = static_cast<int>(r.int64(0, 2));
-      if (!op.ok) op.error = "dlock.release returned false";
+      op.server_us = r.int64(0, 1);
+      counts.backends.insert(static_cast<int>(r.int64(0, 2)));
+      if (!r.boolean(0, 0)) return Outcome::refused;
+      counts.max_hold_us =
+          std::max(counts.max_hold_us, op.server_us - grant.acquired_at_us);
+      return Outcome::ok;
     });
   }
 }
 
-// The rows of lease names 1 .. names, read over conninfo.
+// The rows of lease names 1 .. names, read over conninfo: value and fence.
+using Rows = std::map<std::string, std::pair<std::string, std::int64_t>>;
 Rows read_rows(const std::string& conninfo, int names) {
   dlock::pq::Connection c(conninfo);
   dlock::pq::Result r = c.exec(kRows, names);
@@ -212,6 +254,27 @@ Rows read_rows(const std::string& conninfo, int names) {
                                                          r.int64(i, 2)};
   }
   return rows;
+}
+
+// Logs every name's row as call (initial_row or final_row); a missing row
+// as a final_row that failed.
+void record_rows(Log& log, Call call, const Rows& rows, int names) {
+  for (int i = 1; i <= names; ++i) {
+    Op op;
+    op.call = call;
+    op.name = lease_name(i);
+    auto it = rows.find(op.name);
+    op = log.invoke(op);
+    if (it == rows.end()) {
+      op.outcome = Outcome::failed;
+      op.note = "the row is missing";
+    } else {
+      op.outcome = Outcome::ok;
+      op.value = it->second.first;
+      op.token = it->second.second;
+    }
+    log.complete(op);
+  }
 }
 
 bool parse(int argc, char** argv, Options& opt) {
@@ -229,6 +292,8 @@ bool parse(int argc, char** argv, Options& opt) {
       opt.seconds = std::atoi(value.c_str());
     } else if (arg == "--names") {
       opt.names = std::atoi(value.c_str());
+    } else if (arg == "--history") {
+      opt.history = value;
     } else {
       return false;
     }
@@ -238,9 +303,23 @@ bool parse(int argc, char** argv, Options& opt) {
          opt.names > 0;
 }
 
-int run(const Options& opt) {
+int run(Options opt) {
+  const bool temporary = opt.history.empty();
+  if (temporary) {
+    std::string dir =
+        (std::filesystem::temp_directory_path() / "dlock-pooler-stress.XXXXXX")
+            .string();
+    if (mkdtemp(dir.data()) == nullptr) {
+      std::cerr << "cannot make a directory for the history\n";
+      return 2;
+    }
+    opt.history = dir;
+  }
+  std::optional<Log> rows_log;
   Rows before;
   try {
+    std::filesystem::create_directories(opt.history);
+    rows_log.emplace(opt.history + "/rows.jsonl", "rows");
     before = read_rows(opt.direct, opt.names);
   } catch (const std::exception& e) {
     std::cerr << "reading table pooler_stress: " << e.what() << "\n";
@@ -251,6 +330,7 @@ int run(const Options& opt) {
               << ", it has " << before.size() << " of them\n";
     return 2;
   }
+  record_rows(*rows_log, Call::initial_row, before, opt.names);
 
   std::vector<ClientLog> logs(opt.threads);
   stress::StartLine start(opt.threads);
@@ -267,68 +347,80 @@ int run(const Options& opt) {
   const double seconds =
       std::chrono::duration<double>(Clock::now() - began).count();
 
-  Rows after;
   try {
-    after = read_rows(opt.direct, opt.names);
+    record_rows(*rows_log, Call::final_row, read_rows(opt.direct, opt.names),
+                opt.names);
   } catch (const std::exception& e) {
     std::cerr << "reading table pooler_stress after the run: " << e.what()
               << "\n";
     return 1;
   }
 
-  std::vector<Op> history;
-  std::int64_t busy_polls = 0, gave_up = 0;
+  ClientLog all;
   std::int64_t fewest = INT64_MAX, most = 0;
   std::vector<std::string> fatal;
   for (std::size_t i = 0; i < logs.size(); ++i) {
     const ClientLog& l = logs[i];
-    history.insert(history.end(), l.ops.begin(), l.ops.end());
-    busy_polls += l.busy_polls;
-    gave_up += l.gave_up;
-    const auto grants = std::count_if(
-        l.ops.begin(), l.ops.end(),
-        [](const Op& op) { return op.kind == OpKind::grant && op.ok; });
-    fewest = std::min<std::int64_t>(fewest, grants);
-    most = std::max<std::int64_t>(most, grants);
+    all.cycles += l.cycles;
+    all.busy_polls += l.busy_polls;
+    all.busy_before_grants += l.busy_before_grants;
+    all.gave_up += l.gave_up;
+    all.max_hold_us = std::max(all.max_hold_us, l.max_hold_us);
+    all.backends.insert(l.backends.begin(), l.backends.end());
+    fewest = std::min(fewest, l.cycles);
+    most = std::max(most, l.cycles);
     if (!l.fatal.empty()) {
       fatal.push_back("stress-" + std::to_string(i + 1) + ": " + l.fatal);
     }
   }
-  const std::vector<Violation> violations = check(history, before, after);
-  const Summary s = summarize(history);
+  dlock::history::Verdict verdict;
+  std::int64_t errors = 0;
+  try {
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(opt.history))
+      if (entry.path().extension() == ".jsonl")
+        files.push_back(entry.path().string());
+    const std::vector<Op> history = dlock::history::read_files(files);
+    // The run's own promises: no fault, and every cycle complete.
+    verdict = dlock::history::check(history, {true, true});
+    for (const Op& op : history)
+      if (op.outcome != Outcome::ok && op.outcome != Outcome::busy) ++errors;
+  } catch (const std::exception& e) {
+    std::cerr << "reading the history in " << opt.history << ": " << e.what()
+              << "\n";
+    return 1;
+  }
 
   std::cout << std::fixed << std::setprecision(1);
   std::cout << "threads: " << opt.threads << ", lease names: " << opt.names
             << "\n";
-  std::cout << "cycles: " << s.cycles << " in " << seconds << " s ("
-            << s.cycles / seconds << "/s); per thread " << fewest << " to "
+  std::cout << "cycles: " << all.cycles << " in " << seconds << " s ("
+            << all.cycles / seconds << "/s); per thread " << fewest << " to "
             << most << "\n";
-  std::cout << "poll retries: " << busy_polls << " (" << s.busy_polls
-            << " before a grant)\n";
-  std::cout << "clients still polling when time was up: " << gave_up << "\n";
-  std::cout << "max hold: " << s.max_hold_us / 1000.0 << " ms\n";
-  std::cout << "errors: " << s.errors + static_cast<std::int64_t>(fatal.size())
+  std::cout << "poll retries: " << all.busy_polls << " ("
+            << all.busy_before_grants << " before a grant)\n";
+  std::cout << "clients still polling when time was up: " << all.gave_up
             << "\n";
-  std::cout << "backends: " << s.backends.size() << " (pids";
-  for (int pid : s.backends) std::cout << " " << pid;
+  std::cout << "max hold: " << all.max_hold_us / 1000.0 << " ms\n";
+  std::cout << "errors: " << errors + static_cast<std::int64_t>(fatal.size())
+            << "\n";
+  std::cout << "backends: " << all.backends.size() << " (pids";
+  for (int pid : all.backends) std::cout << " " << pid;
   std::cout << ")\n";
-  std::cout << "violations: " << violations.size() << std::endl;
-
+  std::cout << "violations: " << verdict.figures.violations << "\n";
+  std::cout << "history: " << report(verdict);
   for (const std::string& f : fatal)
     std::cout << "client stopped: " << f << "\n";
-  for (std::size_t i = 0; i < violations.size() && i < kViolationsShown; ++i) {
-    std::cout << "VIOLATION: " << violations[i].what << "\n";
-    for (const Op& op : violations[i].ops) {
-      std::cout << "  " << describe(op) << "\n";
-    }
+  if (all.cycles == 0) std::cout << "no cycle completed\n";
+  const bool passed =
+      verdict.figures.violations == 0 && fatal.empty() && all.cycles > 0;
+  if (temporary && passed) {
+    std::filesystem::remove_all(opt.history);
+  } else if (!passed) {
+    std::cout << "the history is kept in " << opt.history << "\n";
   }
-  if (violations.size() > kViolationsShown) {
-    std::cout << "... and " << violations.size() - kViolationsShown
-              << " more violations\n";
-  }
-  if (s.cycles == 0) std::cout << "no cycle completed\n";
   std::cout.flush();
-  return violations.empty() && fatal.empty() && s.cycles > 0 ? 0 : 1;
+  return passed ? 0 : 1;
 }
 
 }  // namespace
@@ -339,7 +431,7 @@ int main(int argc, char** argv) {
   if (!pooler_stress::parse(argc, argv, opt)) {
     std::cerr << "usage: " << argv[0]
               << " --pooler CONNINFO [--direct CONNINFO] [--threads N]"
-                 " [--seconds N] [--names N]\n";
+                 " [--seconds N] [--names N] [--history DIR]\n";
     return 2;
   }
   return pooler_stress::run(opt);

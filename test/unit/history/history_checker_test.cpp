@@ -669,6 +669,27 @@ TEST_F(HistoryFiles, CheckCommandOnViolations) {
       << out;
 }
 
+TEST_F(HistoryFiles, CheckCommandHoldsARunToItsPromises) {
+  History h;
+  h.grant("p", "job", 5, 0, 100);
+  h.release("p", "job", 5, 10, Outcome::refused);
+  log(h);
+  std::string out;
+  EXPECT_EQ(check_command(dir_.string(), out), 0) << out;
+  // A refused release breaks no rule, but a run without faults has none.
+  EXPECT_EQ(check_command("--fault-free " + dir_.string(), out), 1) << out;
+  EXPECT_NE(out.find("\ncall failed: \"job\": release refused\n"),
+            std::string::npos)
+      << out;
+  // A grant without its write and renewal is no cycle.
+  EXPECT_EQ(check_command("--cycles " + dir_.string(), out), 1) << out;
+  EXPECT_NE(out.find("\ncycle: \"job\": 0 writes of token 5, expected 1\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(check_command("--cycles", out), 2);  // no PATH
+  EXPECT_EQ(out.substr(0, 27), "usage: dlock_history_check ");
+}
+
 TEST_F(HistoryFiles, CheckCommandOnBadInput) {
   std::string out;
   EXPECT_EQ(check_command("", out), 2);
