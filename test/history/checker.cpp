@@ -46,8 +46,10 @@ struct Hold {
   // By a renewal or a grant asking again with an unknown outcome, which
   // may have set its expiry earlier (invoked_us + ttl at the earliest).
   std::int64_t shortened = kNever;
-  std::int64_t end = 0;            // the earliest of them all
+  std::int64_t end = 0;  // the earliest of them all
   Index acks;  // its acknowledged grants and renewals, in history order
+  // Its acknowledged release answered first, if any.
+  std::size_t release_op = kNone;
 };
 
 class Checker {
@@ -126,7 +128,7 @@ class Checker {
       if (it == same.end()) {
         same.push_back(holds.size());
         holds.push_back(
-            Hold{i, kNone, op.acquired_us, 0, kNever, kNever, 0, {i}});
+            Hold{i, kNone, op.acquired_us, 0, kNever, kNever, 0, {i}, kNone});
         extend(holds.back(), i);
         continue;
       }
@@ -168,6 +170,9 @@ class Checker {
           hold.acks.push_back(i);
         } else if (at > hold.start) {
           hold.released = std::min(hold.released, at);
+          if (known && (hold.release_op == kNone ||
+                        op.completed_us < h_[hold.release_op].completed_us))
+            hold.release_op = i;
         }
       }
     }
@@ -249,7 +254,10 @@ class Checker {
     }
 
     check_token_order(holds);
-    for (const Hold& hold : holds) check_renewals(hold);
+    for (const Hold& hold : holds) {
+      if (expect_.fault_free) check_regrants(hold);
+      check_renewals(hold);
+    }
     if (expect_.fault_free) check_within_holds(ops, holds, by_token);
   }
 
@@ -277,6 +285,25 @@ class Checker {
               ", before token " + std::to_string(a.token) + " from " +
               std::to_string(before.start),
           {before.grant, hold.grant});
+    }
+  }
+
+  // Runs without faults (Expect::fault_free): a hold ended by an
+  // acknowledged release is not granted again, as a grant of its name,
+  // owner and token sent after that release was answered. (A crash or a
+  // failover may lose an acknowledged release, which commits without
+  // waiting for the flush; then the owner asking again gets its hold
+  // back.)
+  void check_regrants(const Hold& hold) {
+    if (hold.release_op == kNone) return;
+    const Op& rel = h_[hold.release_op];
+    for (std::size_t g : hold.acks) {
+      const Op& op = h_[g];
+      if (op.call != Call::grant || op.invoked_us <= rel.completed_us) continue;
+      add("token regression",
+          "token " + std::to_string(op.token) + " granted (" + quoted(op.name) +
+              ", owner " + op.owner + ") again after its release",
+          {hold.release_op, g});
     }
   }
 
@@ -476,7 +503,8 @@ class Checker {
     std::size_t other = kNone;    // one of that token not its same hold
     for (std::size_t i : sent) {
       const Op& op = h_[i];
-      for (; next < done.size() && h_[done[next]].completed_us < granted_from(i);
+      for (;
+           next < done.size() && h_[done[next]].completed_us < granted_from(i);
            ++next) {
         std::size_t d = done[next];
         if (highest == kNone || h_[d].token > h_[highest].token) {

@@ -104,7 +104,12 @@ struct Expect {
   // acquired_at to the hold's end): otherwise "outside hold"; every
   // acknowledged release comes before its hold's expiry: otherwise "late
   // release". (With faults, a frozen holder's late write may be accepted,
-  // and a release read the clock a moment after it ran.)
+  // and a release read the clock a moment after it ran.) Nor is a hold
+  // ended by an acknowledged release granted again to its owner (a
+  // grant sent after the release was answered): otherwise "token
+  // regression". (A crash or a failover may lose an acknowledged release,
+  // which commits without waiting for the flush, and hand the owner its
+  // hold back.)
   bool fault_free = false;
   // Each acknowledged grant is followed by exactly one write, one renewal
   // and one release with its token, of its name and by its owner, and no
@@ -113,20 +118,22 @@ struct Expect {
   bool cycles = false;
 };
 // Violations come name by name (in byte order of the names): double
-// grant, token order, renewal, outside hold and late release, fencing,
-// lost write and final row; then the token regressions in the order the
-// later grants were invoked; then the calls failed in history order; then
-// the cycles in token order. Their ops: double grant: the earlier hold's
-// first grant, the renewal whose expiry ends it (when one does), the later
-// hold's first grant; token order: the smaller token's first grant, then
-// the larger's; renewal: the hold's first grant or the call whose expiry
-// it moved back, then the renewal; outside hold and late release: the
-// hold's first grant or the call its expiry is from, then the write or
-// release; token regression and fencing: the earlier op, then the later
-// one; lost write and final row: the final_row op, the write or initial
-// row it shows (if any), and the last accepted write (the initial row when
-// none was accepted); call failed: the call; cycle: the grant, then the
-// calls of its token (no grant: the calls).
+// grant, token order, token regressions of a hold granted again after its
+// release (fault-free runs), renewal, outside hold and late release,
+// fencing, lost write and final row; then the other token regressions in
+// the order the later grants were invoked; then the calls failed in
+// history order; then the cycles in token order. Their ops: double grant:
+// the earlier hold's first grant, the renewal whose expiry ends it (when
+// one does), the later hold's first grant; token order: the smaller
+// token's first grant, then the larger's; a hold granted again: its
+// release, then the grant; renewal: the hold's first grant or the call
+// whose expiry it moved back, then the renewal; outside hold and late
+// release: the hold's first grant or the call its expiry is from, then the
+// write or release; token regression and fencing: the earlier op, then the
+// later one; lost write and final row: the final_row op, the write or
+// initial row it shows (if any), and the last accepted write (the initial
+// row when none was accepted); call failed: the call; cycle: the grant,
+// then the calls of its token (no grant: the calls).
 Verdict check(const std::vector<Op>& history, Expect expect = {});
 
 // A report: a line of figures with the count of violations, then each

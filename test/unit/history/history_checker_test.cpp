@@ -195,6 +195,34 @@ TEST(HistoryChecker, TokenRegressionAcrossNames) {
               "owner p)");
 }
 
+TEST(HistoryChecker, HoldGrantedAgainAfterItsReleaseInAFaultFreeRun) {
+  History h;
+  h.grant("p", "job", 5, 0, 1'000);
+  std::int64_t r = h.release("p", "job", 5, 10).id;
+  std::int64_t again = h.grant("p", "job", 5, 20, 1'000, Outcome::ok, 0).id;
+  Verdict v = check(h.ops(), {/*fault_free=*/true, /*cycles=*/false});
+  ASSERT_EQ(v.violations.size(), 1u) << report(v);
+  EXPECT_EQ(v.violations[0].rule, "token regression");
+  EXPECT_EQ(ids(v.violations[0]), (Ids{r, again}));
+  EXPECT_EQ(v.violations[0].what,
+            "token 5 granted (\"job\", owner p) again after its release");
+  // A crash may have lost the release: the owner got its hold back.
+  expect_clean(h);
+}
+
+TEST(HistoryChecker, HoldGrantedAgainWhileItsReleaseWasInFlight) {
+  // The grant was sent before the release was answered: it may have run
+  // first, and handed the owner its hold back.
+  History h;
+  h.grant("p", "job", 5, 0, 1'000);
+  Op& r = h.release("p", "job", 5, 10);
+  r.server_us = at(25);
+  r.completed_us = at(30);
+  h.grant("p", "job", 5, 20, 1'000, Outcome::ok, 0);
+  Verdict v = check(h.ops(), {/*fault_free=*/true, /*cycles=*/false});
+  EXPECT_TRUE(v.violations.empty()) << report(v);
+}
+
 TEST(HistoryChecker, OwnerHandedAnEarlierHoldAfterLargerTokens) {
   // p's release got no answer; later p asks again and is handed the hold
   // it still has, token 5, which began before q's token 9 was granted.
