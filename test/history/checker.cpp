@@ -26,6 +26,9 @@ bool acknowledged(const Op& op) {
   return op.call == Call::grant && op.outcome == Outcome::ok && op.token != 0;
 }
 
+// A grant that excludes every other hold of its name.
+bool exclusive(const Op& op) { return !op.shared && op.permits == 0; }
+
 bool accepted(const Op& op) {
   return op.call == Call::write && op.outcome == Outcome::ok;
 }
@@ -230,29 +233,14 @@ class Checker {
       if (first != order.end()) holds[*first].end = holds[*first].start;
     }
 
-    std::size_t reach = kNone;  // the hold that ends last so far
-    for (std::size_t k : order) {
-      const Hold& hold = holds[k];
-      if (reach != kNone && hold.start < holds[reach].end) {
-        const Hold& before = holds[reach];
-        const Op& a = h_[before.grant];
-        const Op& b = h_[hold.grant];
-        // The renewal that made the earlier hold last, if one did.
-        std::size_t renewal = before.end == before.expiry &&
-                                      before.expiry_op != before.grant &&
-                                      h_[before.expiry_op].call == Call::renew
-                                  ? before.expiry_op
-                                  : kNone;
-        add("double grant",
-            quoted(a.name) + ": token " + std::to_string(a.token) + " (owner " +
-                a.owner + ") held until " + std::to_string(before.end) +
-                ", token " + std::to_string(b.token) + " (owner " + b.owner +
-                ") granted from " + std::to_string(hold.start),
-            {before.grant, renewal, hold.grant});
-      }
-      if (reach == kNone || hold.end > holds[reach].end) reach = k;
+    bool modes = std::any_of(holds.begin(), holds.end(), [&](const Hold& x) {
+      return !exclusive(h_[x.grant]);
+    });
+    if (modes) {
+      check_modes(holds, order);
+    } else {
+      check_exclusive(holds, order);
     }
-
     check_token_order(holds);
     for (const Hold& hold : holds) {
       if (expect_.fault_free) check_regrants(hold);
@@ -261,12 +249,85 @@ class Checker {
     if (expect_.fault_free) check_within_holds(ops, holds, by_token);
   }
 
+  // The renewal that made a hold last until its end, if one did.
+  std::size_t lasting_renewal(const Hold& hold) const {
+    return hold.end == hold.expiry && hold.expiry_op != hold.grant &&
+                   h_[hold.expiry_op].call == Call::renew
+               ? hold.expiry_op
+               : kNone;
+  }
+
+  void double_grant(const Hold& before, const Hold& hold) {
+    const Op& a = h_[before.grant];
+    const Op& b = h_[hold.grant];
+    add("double grant",
+        quoted(a.name) + ": token " + std::to_string(a.token) + " (owner " +
+            a.owner + ") held until " + std::to_string(before.end) +
+            ", token " + std::to_string(b.token) + " (owner " + b.owner +
+            ") granted from " + std::to_string(hold.start),
+        {before.grant, lasting_renewal(before), hold.grant});
+  }
+
+  // Exclusive holds, laid end to end by start: each must begin no earlier
+  // than every hold before it ended.
+  void check_exclusive(const std::vector<Hold>& holds, const Index& order) {
+    std::size_t reach = kNone;  // the hold that ends last so far
+    for (std::size_t k : order) {
+      const Hold& hold = holds[k];
+      if (reach != kNone && hold.start < holds[reach].end)
+        double_grant(holds[reach], hold);
+      if (reach == kNone || hold.end > holds[reach].end) reach = k;
+    }
+  }
+
+  // A name with shared grants or permits of a semaphore: at every instant
+  // its holds are one exclusive hold, or shared ones only, or at most
+  // `permits` holds of the semaphore. Each hold is checked against those
+  // still running when it starts: a conflict with the first of them is a
+  // double grant, one permit too many an over-permits violation.
+  void check_modes(const std::vector<Hold>& holds, const Index& order) {
+    Index running;  // in start order
+    for (std::size_t k : order) {
+      const Hold& hold = holds[k];
+      running.erase(std::remove_if(running.begin(), running.end(),
+                                   [&](std::size_t r) {
+                                     return holds[r].end <= hold.start;
+                                   }),
+                    running.end());
+      const Op& op = h_[hold.grant];
+      Index permits;
+      bool conflict = false;
+      for (std::size_t r : running) {
+        const Op& other = h_[holds[r].grant];
+        if (op.permits > 0 && other.permits > 0) {
+          permits.push_back(holds[r].grant);
+        } else if (!(op.shared && other.shared) && !conflict) {
+          double_grant(holds[r], hold);
+          conflict = true;
+        }
+      }
+      if (op.permits > 0 &&
+          permits.size() >= static_cast<std::size_t>(op.permits)) {
+        permits.push_back(hold.grant);
+        add("over permits",
+            quoted(op.name) + ": token " + std::to_string(op.token) +
+                " granted from " + std::to_string(hold.start) + " while " +
+                std::to_string(permits.size() - 1) + " of " +
+                std::to_string(op.permits) + " permits were held",
+            permits);
+      }
+      running.push_back(k);
+    }
+  }
+
   // Token order on the server's clock: of two holds of one name, the one
   // with the larger token does not start first. (Two that start at once
-  // overlap: a double grant.)
+  // overlap: a double grant.) Shared holds are granted side by side, in
+  // no order.
   void check_token_order(const std::vector<Hold>& holds) {
-    Index order(holds.size());
-    for (std::size_t k = 0; k < holds.size(); ++k) order[k] = k;
+    Index order;
+    for (std::size_t k = 0; k < holds.size(); ++k)
+      if (!h_[holds[k].grant].shared) order.push_back(k);
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       const Op& x = h_[holds[a].grant];
       const Op& y = h_[holds[b].grant];

@@ -12,10 +12,10 @@ namespace dlock::history {
 
 // A broken rule and the operations that show it.
 struct Violation {
-  // "double grant", "token order", "renewal", "token regression",
-  // "fencing", "lost write" or "final row" (the rules below); with
-  // Expect's rules also "outside hold", "late release", "call failed" and
-  // "cycle".
+  // "double grant", "over permits", "token order", "renewal", "token
+  // regression", "fencing", "lost write" or "final row" (the rules below);
+  // with Expect's rules also "outside hold", "late release", "call failed"
+  // and "cycle".
   std::string rule;
   std::string what;
   std::vector<Op> ops;
@@ -42,8 +42,9 @@ struct Verdict {
 
 // A hold is what acknowledged grants of one name, owner and token share:
 // the owner asking again gets its token back with a later expiry, and is
-// the same hold. All grants here are exclusive. A hold runs, on the
-// server's clock, from acquired_at to the earliest of
+// the same hold, of its first grant's kind: exclusive, shared or a
+// semaphore's permit. A hold runs, on the server's clock, from acquired_at
+// to the earliest of
 //   - its expiry: expires_at of its last acknowledged grant or renewal (by
 //     the client's clock at completion; a renewal may bring it earlier),
 //     a refused or failed renewal changes nothing;
@@ -63,10 +64,13 @@ struct Verdict {
 //     so the first hold of the name started after it was sent may have
 //     ended at once (it is never part of a double grant).
 // The rules:
-// - double grant: two holds of one name that overlap.
-// - token order: of two holds of one name, the one with the larger token
-//   starts (acquired_at) before the other, on the server's clock (the
-//   client's cannot order calls in flight at once).
+// - double grant: two holds of one name that overlap, unless both are
+//   shared or both permits of a semaphore.
+// - over permits: a permit hold that starts while `permits` others of the
+//   name run.
+// - token order: of two holds of one name, not shared, the one with the
+//   larger token starts (acquired_at) before the other, on the server's
+//   clock (the client's cannot order calls in flight at once).
 // - renewal: an acknowledged renewal reports an acquired_at (when it
 //   reports one) other than its hold's, or, with a ttl no shorter than
 //   that of the hold's acknowledged grant or renewal completed last before
@@ -117,16 +121,17 @@ struct Expect {
   // "cycle".
   bool cycles = false;
 };
-// Violations come name by name (in byte order of the names): double
-// grant, token order, token regressions of a hold granted again after its
-// release (fault-free runs), renewal, outside hold and late release,
-// fencing, lost write and final row; then the other token regressions in
-// the order the later grants were invoked; then the calls failed in
-// history order; then the cycles in token order. Their ops: double grant:
-// the earlier hold's first grant, the renewal whose expiry ends it (when
-// one does), the later hold's first grant; token order: the smaller
-// token's first grant, then the larger's; a hold granted again: its
-// release, then the grant; renewal: the hold's first grant or the call
+// Violations come name by name (in byte order of the names): double grant
+// and over permits, token order, token regressions of a hold granted again
+// after its release (fault-free runs), renewal, outside hold and late
+// release, fencing, lost write and final row; then the other token
+// regressions in the order the later grants were invoked; then the calls
+// failed in history order; then the cycles in token order. Their ops:
+// double grant: the earlier hold's first grant, the renewal whose expiry
+// ends it (when one does), the later hold's first grant; over permits: the
+// running permits' first grants, then the new one's; token order: the
+// smaller token's first grant, then the larger's; a hold granted again:
+// its release, then the grant; renewal: the hold's first grant or the call
 // whose expiry it moved back, then the renewal; outside hold and late
 // release: the hold's first grant or the call its expiry is from, then the
 // write or release; token regression and fencing: the earlier op, then the

@@ -54,6 +54,10 @@ struct Op {
   // token sent; initial_row, final_row: the row's fence token.
   std::int64_t token = 0;
   std::int64_t ttl_ms = 0;        // grant, renew
+  // grant: a shared (reader's) grant, or one of a semaphore of `permits`
+  // holders; neither: an exclusive grant.
+  bool shared = false;
+  std::int64_t permits = 0;
   std::int64_t invoked_us = 0;    // client's clock, before sending
   std::int64_t completed_us = 0;  // client's clock, on the answer (0: none)
   // grant, renew (ok): acquired_at and expires_at as the server returned.

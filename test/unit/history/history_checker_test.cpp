@@ -322,6 +322,92 @@ TEST(HistoryChecker, EqualTokenWriteFollowedInRealTime) {
   expect_second_write_lost(5);
 }
 
+// --- Shared leases and semaphores ---------------------------------------
+
+// Makes a grant shared, or one of a semaphore of `permits`.
+Op& shared(Op& op) {
+  op.shared = true;
+  return op;
+}
+Op& permit(Op& op, std::int64_t permits) {
+  op.permits = permits;
+  return op;
+}
+
+TEST(HistoryChecker, ReadersHoldTogether) {
+  History h;
+  shared(h.grant("r1", "rw", 5, 0, 1'000));
+  shared(h.grant("r2", "rw", 6, 10, 1'000));
+  h.release("r1", "rw", 5, 20);
+  h.release("r2", "rw", 6, 30);
+  h.grant("w", "rw", 7, 40, 1'000);
+  expect_clean(h);
+}
+
+TEST(HistoryChecker, AWriterWhileAReaderHolds) {
+  History h;
+  std::int64_t r = shared(h.grant("r1", "rw", 5, 0, 1'000)).id;
+  shared(h.grant("r2", "rw", 6, 10, 1'000));
+  h.release("r2", "rw", 6, 20);
+  std::int64_t w = h.grant("w", "rw", 7, 30, 1'000).id;
+  expect_only(h, "double grant", {r, w});
+}
+
+TEST(HistoryChecker, AReaderWhileAWriterHolds) {
+  History h;
+  std::int64_t w = h.grant("w", "rw", 5, 0, 1'000).id;
+  std::int64_t r = shared(h.grant("r1", "rw", 6, 10, 1'000)).id;
+  expect_only(h, "double grant", {w, r});
+}
+
+TEST(HistoryChecker, ReadersNeedNoTokenOrder) {
+  // Granted side by side: the larger token may start first.
+  History h;
+  shared(h.grant("r1", "rw", 6, 0, 1'000));
+  Op& r2 = shared(h.grant("r2", "rw", 5, 0, 1'000));
+  r2.acquired_us = at(0) + 600;
+  expect_clean(h);
+}
+
+TEST(HistoryChecker, ASemaphoreAtItsPermits) {
+  History h;
+  permit(h.grant("p", "pool", 5, 0, 1'000), 2);
+  permit(h.grant("q", "pool", 6, 10, 1'000), 2);
+  h.release("p", "pool", 5, 20);
+  permit(h.grant("r", "pool", 7, 30, 1'000), 2);
+  expect_clean(h);
+}
+
+TEST(HistoryChecker, ASemaphoreOverItsPermits) {
+  History h;
+  std::int64_t p = permit(h.grant("p", "pool", 5, 0, 1'000), 2).id;
+  std::int64_t q = permit(h.grant("q", "pool", 6, 10, 1'000), 2).id;
+  std::int64_t r = permit(h.grant("r", "pool", 7, 20, 1'000), 2).id;
+  expect_only(h, "over permits", {p, q, r},
+              "\"pool\": token 7 granted from " + std::to_string(at(20) + 500) +
+                  " while 2 of 2 permits were held");
+}
+
+TEST(HistoryChecker, AKilledPermitHolderHoldsUntilItsExpiry) {
+  History h;
+  std::int64_t p = permit(h.grant("p", "pool", 5, 0, 100), 1).id;  // killed
+  std::int64_t q = permit(h.grant("q", "pool", 6, 50, 100), 1).id;
+  h.release("q", "pool", 6, 60);
+  permit(h.grant("r", "pool", 7, 100, 100), 1);  // at p's expiry
+  expect_only(h, "over permits", {p, q});
+}
+
+TEST(HistoryChecker, PermitsKeepTokenOrder) {
+  // The clients' clocks cannot order these two; the server's can.
+  History h;
+  std::int64_t a = permit(h.grant("p", "pool", 6, 0, 1'000), 2).id;
+  Op& b = permit(h.grant("q", "pool", 5, 0, 1'000), 2);
+  b.acquired_us = at(0) + 600;
+  expect_only(h, "token order", {b.id, a},
+              "\"pool\": token 6 granted from " + std::to_string(at(0) + 500) +
+                  ", before token 5 from " + std::to_string(at(0) + 600));
+}
+
 // --- Legal look-alikes --------------------------------------------------
 
 TEST(HistoryChecker, SameOwnerAskingAgain) {
