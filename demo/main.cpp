@@ -31,9 +31,9 @@
 //
 // The files: demo.h (what all parts share), worker.cpp (a worker's loop),
 // director.{h,cpp} (the parent process), scenes.cpp (the disruptions),
-// report.{h,cpp} (the timeline and the checks), forked_workers.{h,cpp}
-// (forking, signalling and reaping the workers; the fencing stress test
-// uses it too).
+// report.{h,cpp} (the timeline and the checks). Forking, signalling and
+// reaping the workers is test/support/forked_workers.{h,cpp}, which the
+// stress tests and the soak share.
 #include <cstdio>
 #include <exception>
 #include <string>

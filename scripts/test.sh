@@ -123,8 +123,8 @@ unit_tests() {
   log "building the unit tests in $dir"
   cmake -S "$DLOCK_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=None -DDLOCK_WERROR=ON \
     >/dev/null &&
-    cmake --build "$dir" -j2 --target dlock_unit_tests dlock_client_unit_tests \
-      >/dev/null &&
+    cmake --build "$dir" -j2 --target dlock_core_tests dlock_cli_tests \
+      dlock_history_tests dlock_client_cpp_tests >/dev/null &&
     (cd "$dir" && ctest -L unit --output-on-failure)
 }
 

@@ -1,11 +1,13 @@
 // dlock_history_check: checks the histories that failure runs log
 // (history.h) against the rules of checker.h and prints the report.
 //
-//   dlock_history_check PATH...
+//   dlock_history_check [--fault-free] [--cycles] PATH...
 //
 // Each PATH is a history file, or a directory whose *.jsonl files are
-// read. Exit status: 0 no violation, 1 violations, 2 a usage error or a
-// file that cannot be read or holds a malformed line.
+// read. --fault-free and --cycles add the rules of checker.h's Expect for
+// runs that promise them (the pooler stress run does). Exit status: 0 no
+// violation, 1 violations, 2 a usage error or a file that cannot be read or
+// holds a malformed line.
 #include <algorithm>
 #include <exception>
 #include <filesystem>
@@ -29,9 +31,12 @@ constexpr int kViolations = 1;
 constexpr int kTrouble = 2;
 
 const char kUsage[] =
-    "usage: dlock_history_check PATH...\n"
+    "usage: dlock_history_check [--fault-free] [--cycles] PATH...\n"
     "Checks dlock failure-run histories: each PATH is a history file (JSON\n"
     "lines) or a directory whose *.jsonl files are read together.\n"
+    "--fault-free: every call must be answered ok, writes fall within their\n"
+    "holds, releases come before the expiry. --cycles: each grant has one\n"
+    "write, one renewal and one release of its token.\n"
     "Exit status: 0 no violation, 1 violations, 2 usage or input error.\n";
 
 // The files PATH names: itself, or a directory's *.jsonl in name order.
@@ -63,7 +68,16 @@ int main(int argc, char** argv) {
   }
   try {
     std::vector<std::string> files;
+    dlock::history::Expect expect;
     for (const std::string& arg : args) {
+      if (arg == "--fault-free") {
+        expect.fault_free = true;
+        continue;
+      }
+      if (arg == "--cycles") {
+        expect.cycles = true;
+        continue;
+      }
       if (!arg.empty() && arg[0] == '-') {
         std::cerr << "dlock_history_check: unknown option " << arg << "\n"
                   << kUsage;
@@ -71,7 +85,11 @@ int main(int argc, char** argv) {
       }
       for (std::string& f : files_of(arg)) files.push_back(std::move(f));
     }
-    auto verdict = check(read_files(files));
+    if (files.empty()) {
+      std::cerr << kUsage;
+      return kTrouble;
+    }
+    auto verdict = check(read_files(files), expect);
     std::cout << report(verdict);
     return verdict.violations.empty() ? kClean : kViolations;
   } catch (const std::exception& e) {

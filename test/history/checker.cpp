@@ -1,10 +1,11 @@
 #include "checker.h"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -24,6 +25,9 @@ constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 bool acknowledged(const Op& op) {
   return op.call == Call::grant && op.outcome == Outcome::ok && op.token != 0;
 }
+
+// A grant that excludes every other hold of its name.
+bool exclusive(const Op& op) { return !op.shared && op.permits == 0; }
 
 bool accepted(const Op& op) {
   return op.call == Call::write && op.outcome == Outcome::ok;
@@ -45,12 +49,16 @@ struct Hold {
   // By a renewal or a grant asking again with an unknown outcome, which
   // may have set its expiry earlier (invoked_us + ttl at the earliest).
   std::int64_t shortened = kNever;
-  std::int64_t end = 0;            // the earliest of them all
+  std::int64_t end = 0;  // the earliest of them all
+  Index acks;  // its acknowledged grants and renewals, in history order
+  // Its acknowledged release answered first, if any.
+  std::size_t release_op = kNone;
 };
 
 class Checker {
  public:
-  explicit Checker(const std::vector<Op>& history) : h_(history) {}
+  Checker(const std::vector<Op>& history, Expect expect)
+      : h_(history), expect_(expect) {}
 
   Verdict run() {
     // Each name's ops in history order, hashed rather than sorted: a
@@ -77,14 +85,15 @@ class Checker {
       check_final_rows(name->second);
     }
     check_tokens(grants);
+    if (expect_.fault_free) check_answers();
+    if (expect_.cycles) check_cycles();
     v_.figures.ops = static_cast<std::int64_t>(h_.size());
     v_.figures.names = static_cast<std::int64_t>(names.size());
     return std::move(v_);
   }
 
  private:
-  void add(const char* rule, std::string what,
-           std::initializer_list<std::size_t> ops) {
+  void add(const char* rule, std::string what, const Index& ops) {
     ++v_.figures.violations;
     if (v_.violations.size() == kKeptViolations) return;
     Violation v{rule, std::move(what), {}};
@@ -121,13 +130,15 @@ class Checker {
       });
       if (it == same.end()) {
         same.push_back(holds.size());
-        holds.push_back(Hold{i, kNone, op.acquired_us, 0, kNever, kNever, 0});
+        holds.push_back(
+            Hold{i, kNone, op.acquired_us, 0, kNever, kNever, 0, {i}, kNone});
         extend(holds.back(), i);
         continue;
       }
       Hold& hold = holds[*it];
       hold.start = std::min(hold.start, op.acquired_us);
       if (op.invoked_us < h_[hold.grant].invoked_us) hold.grant = i;
+      hold.acks.push_back(i);
       extend(hold, i);
     }
     if (holds.empty()) return;
@@ -157,10 +168,15 @@ class Checker {
         Hold& hold = holds[k];
         if (!op.owner.empty() && op.owner != h_[hold.grant].owner) continue;
         std::int64_t at = known ? op.server_us : op.invoked_us;
-        if (op.call == Call::renew)
+        if (op.call == Call::renew) {
           extend(hold, i);
-        else if (at > hold.start)
+          hold.acks.push_back(i);
+        } else if (at > hold.start) {
           hold.released = std::min(hold.released, at);
+          if (known && (hold.release_op == kNone ||
+                        op.completed_us < h_[hold.release_op].completed_us))
+            hold.release_op = i;
+        }
       }
     }
     std::sort(forced.begin(), forced.end());
@@ -217,27 +233,203 @@ class Checker {
       if (first != order.end()) holds[*first].end = holds[*first].start;
     }
 
+    bool modes = std::any_of(holds.begin(), holds.end(), [&](const Hold& x) {
+      return !exclusive(h_[x.grant]);
+    });
+    if (modes) {
+      check_modes(holds, order);
+    } else {
+      check_exclusive(holds, order);
+    }
+    check_token_order(holds);
+    for (const Hold& hold : holds) {
+      if (expect_.fault_free) check_regrants(hold);
+      check_renewals(hold);
+    }
+    if (expect_.fault_free) check_within_holds(ops, holds, by_token);
+  }
+
+  // The renewal that made a hold last until its end, if one did.
+  std::size_t lasting_renewal(const Hold& hold) const {
+    return hold.end == hold.expiry && hold.expiry_op != hold.grant &&
+                   h_[hold.expiry_op].call == Call::renew
+               ? hold.expiry_op
+               : kNone;
+  }
+
+  void double_grant(const Hold& before, const Hold& hold) {
+    const Op& a = h_[before.grant];
+    const Op& b = h_[hold.grant];
+    add("double grant",
+        quoted(a.name) + ": token " + std::to_string(a.token) + " (owner " +
+            a.owner + ") held until " + std::to_string(before.end) +
+            ", token " + std::to_string(b.token) + " (owner " + b.owner +
+            ") granted from " + std::to_string(hold.start),
+        {before.grant, lasting_renewal(before), hold.grant});
+  }
+
+  // Exclusive holds, laid end to end by start: each must begin no earlier
+  // than every hold before it ended.
+  void check_exclusive(const std::vector<Hold>& holds, const Index& order) {
     std::size_t reach = kNone;  // the hold that ends last so far
     for (std::size_t k : order) {
       const Hold& hold = holds[k];
-      if (reach != kNone && hold.start < holds[reach].end) {
-        const Hold& before = holds[reach];
-        const Op& a = h_[before.grant];
-        const Op& b = h_[hold.grant];
-        // The renewal that made the earlier hold last, if one did.
-        std::size_t renewal = before.end == before.expiry &&
-                                      before.expiry_op != before.grant &&
-                                      h_[before.expiry_op].call == Call::renew
-                                  ? before.expiry_op
-                                  : kNone;
-        add("double grant",
-            quoted(a.name) + ": token " + std::to_string(a.token) + " (owner " +
-                a.owner + ") held until " + std::to_string(before.end) +
-                ", token " + std::to_string(b.token) + " (owner " + b.owner +
-                ") granted from " + std::to_string(hold.start),
-            {before.grant, renewal, hold.grant});
-      }
+      if (reach != kNone && hold.start < holds[reach].end)
+        double_grant(holds[reach], hold);
       if (reach == kNone || hold.end > holds[reach].end) reach = k;
+    }
+  }
+
+  // A name with shared grants or permits of a semaphore: at every instant
+  // its holds are one exclusive hold, or shared ones only, or at most
+  // `permits` holds of the semaphore. Each hold is checked against those
+  // still running when it starts: a conflict with the first of them is a
+  // double grant, one permit too many an over-permits violation.
+  void check_modes(const std::vector<Hold>& holds, const Index& order) {
+    Index running;  // in start order
+    for (std::size_t k : order) {
+      const Hold& hold = holds[k];
+      running.erase(std::remove_if(running.begin(), running.end(),
+                                   [&](std::size_t r) {
+                                     return holds[r].end <= hold.start;
+                                   }),
+                    running.end());
+      const Op& op = h_[hold.grant];
+      Index permits;
+      bool conflict = false;
+      for (std::size_t r : running) {
+        const Op& other = h_[holds[r].grant];
+        if (op.permits > 0 && other.permits > 0) {
+          permits.push_back(holds[r].grant);
+        } else if (!(op.shared && other.shared) && !conflict) {
+          double_grant(holds[r], hold);
+          conflict = true;
+        }
+      }
+      if (op.permits > 0 &&
+          permits.size() >= static_cast<std::size_t>(op.permits)) {
+        permits.push_back(hold.grant);
+        add("over permits",
+            quoted(op.name) + ": token " + std::to_string(op.token) +
+                " granted from " + std::to_string(hold.start) + " while " +
+                std::to_string(permits.size() - 1) + " of " +
+                std::to_string(op.permits) + " permits were held",
+            permits);
+      }
+      running.push_back(k);
+    }
+  }
+
+  // Token order on the server's clock: of two holds of one name, the one
+  // with the larger token does not start first. (Two that start at once
+  // overlap: a double grant.) Shared holds are granted side by side, in
+  // no order.
+  void check_token_order(const std::vector<Hold>& holds) {
+    Index order;
+    for (std::size_t k = 0; k < holds.size(); ++k)
+      if (!h_[holds[k].grant].shared) order.push_back(k);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const Op& x = h_[holds[a].grant];
+      const Op& y = h_[holds[b].grant];
+      if (x.token != y.token) return x.token < y.token;
+      return holds[a].start < holds[b].start;
+    });
+    for (std::size_t n = 1; n < order.size(); ++n) {
+      const Hold& before = holds[order[n - 1]];
+      const Hold& hold = holds[order[n]];
+      const Op& a = h_[before.grant];
+      const Op& b = h_[hold.grant];
+      if (a.token == b.token || hold.start >= before.start) continue;
+      add("token order",
+          quoted(b.name) + ": token " + std::to_string(b.token) +
+              " granted from " + std::to_string(hold.start) +
+              ", before token " + std::to_string(a.token) + " from " +
+              std::to_string(before.start),
+          {before.grant, hold.grant});
+    }
+  }
+
+  // Runs without faults (Expect::fault_free): a hold ended by an
+  // acknowledged release is not granted again, as a grant of its name,
+  // owner and token sent after that release was answered. (A crash or a
+  // failover may lose an acknowledged release, which commits without
+  // waiting for the flush; then the owner asking again gets its hold
+  // back.)
+  void check_regrants(const Hold& hold) {
+    if (hold.release_op == kNone) return;
+    const Op& rel = h_[hold.release_op];
+    for (std::size_t g : hold.acks) {
+      const Op& op = h_[g];
+      if (op.call != Call::grant || op.invoked_us <= rel.completed_us) continue;
+      add("token regression",
+          "token " + std::to_string(op.token) + " granted (" + quoted(op.name) +
+              ", owner " + op.owner + ") again after its release",
+          {hold.release_op, g});
+    }
+  }
+
+  // An acknowledged renewal keeps its hold's acquired_at (when it reports
+  // one), and one with a ttl no shorter than the call it follows (the
+  // hold's acknowledged grant or renewal that completed last before it
+  // was invoked) expires no earlier than that call did.
+  void check_renewals(const Hold& hold) {
+    for (std::size_t r : hold.acks) {
+      const Op& op = h_[r];
+      if (op.call != Call::renew) continue;
+      if (op.acquired_us != 0 && op.acquired_us != hold.start)
+        add("renewal",
+            quoted(op.name) + ": the renewal of token " +
+                std::to_string(op.token) + " changed acquired_at from " +
+                std::to_string(hold.start) + " to " +
+                std::to_string(op.acquired_us),
+            {hold.grant, r});
+      std::size_t last = kNone;
+      for (std::size_t p : hold.acks)
+        if (h_[p].completed_us < op.invoked_us &&
+            (last == kNone || h_[p].completed_us > h_[last].completed_us))
+          last = p;
+      if (last == kNone || op.ttl_ms < h_[last].ttl_ms ||
+          op.expires_us >= h_[last].expires_us)
+        continue;
+      add("renewal",
+          quoted(op.name) + ": the renewal of token " +
+              std::to_string(op.token) + " moved the expiry back from " +
+              std::to_string(h_[last].expires_us) + " to " +
+              std::to_string(op.expires_us),
+          {last, r});
+    }
+  }
+
+  // Runs without faults (Expect::fault_free): every accepted write of a
+  // hold's token by its owner falls within the hold, and every
+  // acknowledged release comes before its expiry.
+  void check_within_holds(
+      const Index& ops, const std::vector<Hold>& holds,
+      const std::unordered_map<std::int64_t, Index>& by_token) {
+    for (std::size_t i : ops) {
+      const Op& op = h_[i];
+      bool write = accepted(op);
+      bool release = op.call == Call::release && op.outcome == Outcome::ok;
+      if (!write && !release) continue;
+      auto same = by_token.find(op.token);
+      if (same == by_token.end()) continue;
+      for (std::size_t k : same->second) {
+        const Hold& hold = holds[k];
+        if (op.owner != h_[hold.grant].owner) continue;
+        if (write && (op.server_us < hold.start || op.server_us > hold.end))
+          add("outside hold",
+              quoted(op.name) + ": a write with token " +
+                  std::to_string(op.token) + " at " +
+                  std::to_string(op.server_us) + ", its hold " +
+                  std::to_string(hold.start) + ".." + std::to_string(hold.end),
+              {hold.grant, i});
+        if (release && op.server_us >= hold.expiry)
+          add("late release",
+              quoted(op.name) + ": token " + std::to_string(op.token) +
+                  " released at " + std::to_string(op.server_us) +
+                  ", at or after its expiry " + std::to_string(hold.expiry),
+              {hold.expiry_op, i});
+      }
     }
   }
 
@@ -372,7 +564,8 @@ class Checker {
     std::size_t other = kNone;    // one of that token not its same hold
     for (std::size_t i : sent) {
       const Op& op = h_[i];
-      for (; next < done.size() && h_[done[next]].completed_us < granted_from(i);
+      for (;
+           next < done.size() && h_[done[next]].completed_us < granted_from(i);
            ++next) {
         std::size_t d = done[next];
         if (highest == kNone || h_[d].token > h_[highest].token) {
@@ -399,13 +592,83 @@ class Checker {
     }
   }
 
+  // Runs without faults (Expect::fault_free): every call answered ok,
+  // but for a grant's busy answer.
+  void check_answers() {
+    for (std::size_t i = 0; i < h_.size(); ++i) {
+      const Op& op = h_[i];
+      if (op.outcome == Outcome::ok ||
+          (op.call == Call::grant && op.outcome == Outcome::busy))
+        continue;
+      std::string what = quoted(op.name) + ": " + to_string(op.call) + " " +
+                         to_string(op.outcome);
+      if (!op.sqlstate.empty()) what += " (" + op.sqlstate + ")";
+      if (!op.note.empty()) what += ": " + op.note;
+      add("call failed", what, {i});
+    }
+  }
+
+  // Runs of cycles (Expect::cycles): each acknowledged grant is followed
+  // by exactly one write, one renewal and one release with its token, of
+  // its name and owner, and no such call has a token no grant handed out.
+  void check_cycles() {
+    std::map<std::int64_t, std::size_t> grant_of;  // token -> first grant
+    std::map<std::int64_t, std::array<Index, 3>> calls;
+    for (std::size_t i = 0; i < h_.size(); ++i) {
+      const Op& op = h_[i];
+      if (acknowledged(op)) grant_of.emplace(op.token, i);
+      int part = op.call == Call::write     ? 0
+                 : op.call == Call::renew   ? 1
+                 : op.call == Call::release ? 2
+                                            : -1;
+      if (part >= 0) calls[op.token][part].push_back(i);
+    }
+    static const char* const kParts[] = {"writes", "renewals", "releases"};
+    for (const auto& [token, parts] : calls) {
+      if (grant_of.count(token) != 0) continue;
+      Index shown;
+      for (const Index& part : parts)
+        shown.insert(shown.end(), part.begin(), part.end());
+      add("cycle", "no grant of token " + std::to_string(token), shown);
+    }
+    for (const auto& [token, g] : grant_of) {
+      const Op& grant = h_[g];
+      auto found = calls.find(token);
+      for (int part = 0; part < 3; ++part) {
+        static const Index kNoCalls;
+        const Index& these =
+            found == calls.end() ? kNoCalls : found->second[part];
+        if (these.size() != 1) {
+          Index shown{g};
+          shown.insert(shown.end(), these.begin(), these.end());
+          add("cycle",
+              quoted(grant.name) + ": " + std::to_string(these.size()) + " " +
+                  kParts[part] + " of token " + std::to_string(token) +
+                  ", expected 1",
+              shown);
+        }
+        for (std::size_t i : these)
+          if (h_[i].name != grant.name || h_[i].owner != grant.owner)
+            add("cycle",
+                quoted(h_[i].name) + ": " + to_string(h_[i].call) +
+                    " with token " + std::to_string(token) + " by owner " +
+                    h_[i].owner + ", granted for " + quoted(grant.name) +
+                    " to owner " + grant.owner,
+                {g, i});
+      }
+    }
+  }
+
   const std::vector<Op>& h_;
+  Expect expect_;
   Verdict v_;
 };
 
 }  // namespace
 
-Verdict check(const std::vector<Op>& history) { return Checker(history).run(); }
+Verdict check(const std::vector<Op>& history, Expect expect) {
+  return Checker(history, expect).run();
+}
 
 std::string report(const Verdict& v) {
   const Figures& f = v.figures;

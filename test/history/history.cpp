@@ -44,6 +44,7 @@ json invoke_json(const Op& op) {
           {"client", op.client}, {"call", to_string(op.call)},
           {"name", op.name},     {"owner", op.owner},
           {"token", op.token},   {"ttl_ms", op.ttl_ms},
+          {"shared", op.shared}, {"permits", op.permits},
           {"value", op.value},   {"invoked_us", op.invoked_us}};
 }
 
@@ -158,6 +159,8 @@ std::vector<Op> read_files(const std::vector<std::string>& paths) {
           op.owner = j.at("owner").get<std::string>();
           op.token = j.at("token").get<std::int64_t>();
           op.ttl_ms = j.at("ttl_ms").get<std::int64_t>();
+          op.shared = j.value("shared", false);
+          op.permits = j.value("permits", std::int64_t{0});
           op.value = j.at("value").get<std::string>();
           op.invoked_us = j.at("invoked_us").get<std::int64_t>();
           if (!open.emplace(key, ops.size()).second)
@@ -201,6 +204,8 @@ std::string describe(const Op& op) {
   if (!op.owner.empty()) s += ", owner " + op.owner;
   if (op.token != 0) s += ", token " + std::to_string(op.token);
   if (op.ttl_ms != 0) s += ", ttl " + std::to_string(op.ttl_ms) + " ms";
+  if (op.shared) s += ", shared";
+  if (op.permits != 0) s += ", " + std::to_string(op.permits) + " permits";
   if (!op.value.empty()) s += ", value " + op.value;
   s += ") -> " + std::string(to_string(op.outcome));
   s += " [client " + std::to_string(op.invoked_us) + ".." +

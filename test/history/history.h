@@ -1,13 +1,13 @@
 // A history of what clients asked of dlock and what they were told: the
-// record that the failover, clock and soak runs write and that the
+// record that the pooler, failover and soak runs write and that the
 // checker (checker.h) judges. Plain C++ without a server, so that tests
 // can feed the checker made-up histories.
 //
-// Each client process appends to a file of its own, one JSON object per
-// line: an "invoke" line before it sends a call, and a "complete" line
-// when the answer arrives. A call whose complete line never comes (the
-// client was killed, or its connection died before the answer) has an
-// unknown outcome: it may or may not have taken effect, and the checker
+// Each client (a process or a thread) appends to a file of its own, one
+// JSON object per line: an "invoke" line before it sends a call, and a
+// "complete" line when the answer arrives. A call whose complete line never
+// comes (the client was killed, or its connection died before the answer) has
+// an unknown outcome: it may or may not have taken effect, and the checker
 // weighs both.
 //
 // Instants: invoked_us and completed_us are the client's clock, the rest
@@ -54,6 +54,10 @@ struct Op {
   // token sent; initial_row, final_row: the row's fence token.
   std::int64_t token = 0;
   std::int64_t ttl_ms = 0;        // grant, renew
+  // grant: a shared (reader's) grant, or one of a semaphore of `permits`
+  // holders; neither: an exclusive grant.
+  bool shared = false;
+  std::int64_t permits = 0;
   std::int64_t invoked_us = 0;    // client's clock, before sending
   std::int64_t completed_us = 0;  // client's clock, on the answer (0: none)
   // grant, renew (ok): acquired_at and expires_at as the server returned.

@@ -6,7 +6,8 @@
 #                    [--keep]
 #
 # Short by default (60 s); --long runs until 1,000,000 calls. Expects dlock
-# built and installed in $PG_BIN's PostgreSQL and the CMake build in build/.
+# built and installed in $PG_BIN's PostgreSQL and the CMake build in
+# DLOCK_BUILD (default build/).
 # The histories are kept (their directory is printed) when a check fails,
 # or always with --keep.
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -29,8 +30,9 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-soak=$DLOCK_ROOT/build/dlock_soak
-check=$DLOCK_ROOT/build/dlock_history_check
+build=${DLOCK_BUILD:-$DLOCK_ROOT/build}
+soak=$build/dlock_soak
+check=$build/dlock_history_check
 [ -x "$soak" ] || { log "build dlock_soak first (cmake --build build)"; exit 1; }
 
 start_cluster

@@ -2,12 +2,15 @@
 # a pool of 4 server connections for 20 s, each cycling a lease of one of
 # 4 names (acquire by polling, a fenced write of that name's row, a renew,
 # a release), every call its own transaction on whichever backend is free.
-# dlock_pooler_stress (test/integration/pooler_stress.cpp, built by CMake
-# and copied next to this file) logs every call and checks the history: no
+# dlock_pooler_stress (test/stress/pooler_stress.cpp, built by CMake
+# and copied next to this file) logs every call in the failure runs'
+# history format and has the history checker (test/history/) judge it: no
 # two holds of a name overlap on the server's clock, tokens increase in
-# grant order, every fenced write and release is accepted, the rows end as
-# the last accepted writes. Here: it passes, and the clients ran on no more
-# than the pool's 4 server backends.
+# grant order, every call (fenced writes and releases among them) is
+# answered ok, each grant has its write, renewal and release, the rows end
+# as the last accepted writes. Here: it passes, and the clients ran on no
+# more than the pool's 4 server backends. A run that fails keeps its
+# history and prints where.
 use strict;
 use warnings;
 use FindBin;

@@ -7,7 +7,7 @@
 // clock_timestamp() read after the release's write and before its commit.
 // A grant that must exclude another can only be decided after the other's
 // release has committed, so on a correct run the intervals of conflicting
-// grants never overlap, and the checks below are exact SQL over them:
+// grants never overlap, and the checks below are exact over them:
 //   - readers and writers: no writer's interval overlaps any other grant's
 //     of the name, successive writers' tokens increase, readers did hold it
 //     together, and each writer was granted within 2 s of asking while
@@ -18,6 +18,12 @@
 //   - acquire_all of 3 of 10 names: every call got all its names, none
 //     timed out or deadlocked, and per name no two grants overlap and
 //     tokens increase.
+// The audit is read back as a history (test/history/history.h), each grant
+// marked shared or a permit of 3, and judged by the history checker, the
+// one home of "holds never overlap on the server's clock, tokens grow":
+// readers may hold together, a writer with no one, a semaphore's permit
+// with at most two others. What is left here in SQL counts what the runs
+// reached (readers together, the semaphore full, permits freed).
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -34,7 +40,9 @@
 #include <thread>
 #include <vector>
 
+#include "checker.h"
 #include "forked_workers.h"
+#include "history.h"
 #include <dlock/pq.h>
 #include "stress_support.h"
 
@@ -44,6 +52,7 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr auto kRunFor = milliseconds(20'000);
+constexpr int kPermits = 3;  // of the semaphore
 
 // A fresh schema with the audit table; the extension is created if missing.
 void prepare_database() {
@@ -53,45 +62,74 @@ void prepare_database() {
   c.exec("DROP SCHEMA IF EXISTS shapes_stress CASCADE");
   c.exec("CREATE SCHEMA shapes_stress");
   // No key on token: a duplicate must show in the checks, not as an error.
+  // invoked_us and completed_us: when the client sent the grant's call and
+  // got its answer (its clock, microseconds since the epoch).
   c.exec(
       "CREATE TABLE shapes_stress.audit ("
       "  name text NOT NULL, token bigint NOT NULL, owner text NOT NULL,"
       "  kind text NOT NULL, acquired_at timestamptz NOT NULL,"
-      "  released_at timestamptz NOT NULL)");
+      "  released_at timestamptz NOT NULL, expires_at timestamptz NOT NULL,"
+      "  invoked_us bigint NOT NULL, completed_us bigint NOT NULL)");
 }
 
 // Releases (name, token) and, only if that released it, writes its audit
 // row, in one statement: the row's released_at is read after the release.
 constexpr char kReleaseAndAudit[] =
     "INSERT INTO shapes_stress.audit"
-    " SELECT $1, $2::bigint, $3, $4, $5::timestamptz, clock_timestamp()"
+    " SELECT $1, $2::bigint, $3, $4, $5::timestamptz, clock_timestamp(),"
+    "        $6::timestamptz, $7::bigint, $8::bigint"
     "  WHERE dlock.release($1, $2::bigint)";
 
 std::int64_t scalar(dlock::pq::Connection& c, const std::string& sql) {
   return c.exec(sql).int64(0, 0);
 }
 
-// Pairs of audit rows of one name whose intervals overlap, where the first
-// is of kind `kind` (any kind if empty).
-std::int64_t overlaps(dlock::pq::Connection& c, const std::string& kind) {
-  std::string where = kind.empty() ? "" : " WHERE a.kind = '" + kind + "'";
-  return scalar(c,
-                "SELECT count(*) FROM shapes_stress.audit AS a"
-                "  JOIN shapes_stress.audit AS b ON b.name = a.name"
-                "   AND b.token <> a.token"
-                "   AND b.acquired_at < a.released_at"
-                "   AND a.acquired_at < b.released_at" +
-                    where);
-}
-
-// Grants of one name, in the order they were made, whose token is not
-// above the one before (for the kinds in `kinds`).
-std::int64_t tokens_out_of_order(dlock::pq::Connection& c, const std::string& kinds) {
-  return scalar(c,
-                "SELECT count(*) FROM (SELECT token, lag(token) OVER"
-                "  (PARTITION BY name ORDER BY acquired_at, token) AS before"
-                "  FROM shapes_stress.audit WHERE kind IN (" +
-                    kinds + ")) AS s WHERE token <= before");
+// The audit as a history: each row a grant (a reader's shared, a permit
+// one of 3) and, unless its holder was killed, its release, which the
+// release's statement saw on the server's clock. The release's client
+// instants are not kept: it is placed at that instant (clients and server
+// share one machine's clock). A killed holder's grant runs to its expiry.
+std::vector<dlock::history::Op> audit_history(dlock::pq::Connection& c) {
+  using dlock::history::Call;
+  using dlock::history::Op;
+  using dlock::history::Outcome;
+  dlock::pq::Result r = c.exec(
+      "SELECT name, token, owner, kind,"
+      "       (extract(epoch FROM acquired_at) * 1000000)::bigint,"
+      "       (extract(epoch FROM expires_at) * 1000000)::bigint,"
+      "       (extract(epoch FROM released_at) * 1000000)::bigint,"
+      "       invoked_us, completed_us"
+      "  FROM shapes_stress.audit ORDER BY invoked_us");
+  std::vector<Op> history;
+  for (int i = 0; i < r.rows(); ++i) {
+    const std::string kind = r.value(i, 3);
+    Op grant;
+    grant.id = 2 * i + 1;
+    grant.client = grant.owner = r.value(i, 2);
+    grant.call = Call::grant;
+    grant.outcome = Outcome::ok;
+    grant.name = r.value(i, 0);
+    grant.token = r.int64(i, 1);
+    grant.shared = kind == "read";
+    grant.permits = kind == "permit" || kind == "killed" ? kPermits : 0;
+    grant.acquired_us = r.int64(i, 4);
+    grant.expires_us = r.int64(i, 5);
+    grant.ttl_ms = (grant.expires_us - grant.acquired_us) / 1000;
+    grant.invoked_us = r.int64(i, 7);
+    grant.completed_us = r.int64(i, 8);
+    history.push_back(grant);
+    if (kind == "killed") continue;
+    Op release = grant;
+    release.id = 2 * i + 2;
+    release.call = Call::release;
+    release.shared = false;
+    release.permits = release.ttl_ms = 0;
+    release.acquired_us = release.expires_us = 0;
+    release.server_us = r.int64(i, 6);
+    release.invoked_us = release.completed_us = release.server_us;
+    history.push_back(release);
+  }
+  return history;
 }
 
 // ------------------------------------------------------- readers, writers
@@ -118,10 +156,12 @@ void run_rw_client(bool writer, int index, stress::StartLine& start,
   while (Clock::now() < until) {
     try {
       auto asked = Clock::now();
+      const std::int64_t invoked = dlock::history::now_us();
       dlock::pq::Result r = c.try_exec(
-          "SELECT token, acquired_at FROM dlock.acquire('rw', '10 s', '10 s',"
-          " $1, shared => $2::boolean)",
+          "SELECT token, acquired_at, expires_at FROM dlock.acquire('rw',"
+          " '10 s', '10 s', $1, shared => $2::boolean)",
           owner, writer ? "false" : "true");
+      const std::int64_t completed = dlock::history::now_us();
       if (!r.ok()) {
         if (r.sqlstate() != "55P03") r.raise();
         ++stats.timeouts;
@@ -133,7 +173,8 @@ void run_rw_client(bool writer, int index, stress::StartLine& start,
       ++stats.grants;
       std::this_thread::sleep_for(milliseconds(hold_ms(rng)));
       if (c.exec(kReleaseAndAudit, "rw", r.value(0, 0), owner,
-                 writer ? "write" : "read", r.value(0, 1))
+                 writer ? "write" : "read", r.value(0, 1), r.value(0, 2),
+                 invoked, completed)
               .affected() != 1) {
         ++stats.failed_releases;
       }
@@ -185,8 +226,10 @@ TEST(LeaseShapesStress, ReadersAndWritersNeverOverlapAndWritersAreServed) {
   EXPECT_EQ(timeouts, 0);
   EXPECT_EQ(scalar(c, "SELECT count(*) FROM shapes_stress.audit"),
             reads + writes);
-  EXPECT_EQ(overlaps(c, "write"), 0) << "a writer overlapped another grant";
-  EXPECT_EQ(tokens_out_of_order(c, "'write'"), 0);
+  const dlock::history::Verdict verdict = dlock::history::check(
+      audit_history(c), {/*fault_free=*/true, /*cycles=*/false});
+  EXPECT_EQ(verdict.figures.violations, 0) << dlock::history::report(verdict);
+  EXPECT_EQ(verdict.figures.grants, reads + writes);
   EXPECT_GT(shared_pairs, 0) << "readers never held the lease together";
   EXPECT_GE(writes, 3 * 20) << "writers were starved";
   EXPECT_LT(longest, 2.0) << "a writer waited 2 s or more";
@@ -195,15 +238,17 @@ TEST(LeaseShapesStress, ReadersAndWritersNeverOverlapAndWritersAreServed) {
 // ------------------------------------------------------------- semaphore
 
 constexpr int kSemaphoreClients = 16;
-constexpr int kPermits = 3;
 constexpr char kPermitTtl[] = "2 s";
 
 // What each worker process shares with the harness: the grant it holds
-// (token 0: none), with its instants as server-clock text for the audit.
+// (token 0: none), with its instants as server-clock text for the audit
+// and when the call was sent and answered (the client's clock).
 struct PermitSlot {
   std::atomic<std::int64_t> token{0};
   char acquired_at[64];
   char expires_at[64];
+  std::atomic<std::int64_t> invoked_us{0};
+  std::atomic<std::int64_t> completed_us{0};
   std::atomic<std::int64_t> grants{0};
   std::atomic<std::int64_t> failed_releases{0};
 };
@@ -219,6 +264,7 @@ void run_permit_worker(int index, PermitShared& shared) {
   std::mt19937 rng(static_cast<unsigned>(getpid()));
   std::uniform_int_distribution<int> hold_ms(10, 50);
   while (!forked::stop_requested()) {
+    const std::int64_t invoked = dlock::history::now_us();
     dlock::pq::Result r = c.try_exec(
         "SELECT token, acquired_at, expires_at FROM dlock.acquire('pool',"
         " $1::interval, '10 s', $2, permits => 3)",
@@ -227,6 +273,9 @@ void run_permit_worker(int index, PermitShared& shared) {
       if (r.sqlstate() == "55P03") continue;
       r.raise();
     }
+    const std::int64_t completed = dlock::history::now_us();
+    slot.invoked_us = invoked;
+    slot.completed_us = completed;
     std::snprintf(slot.acquired_at, sizeof slot.acquired_at, "%s",
                   r.value(0, 1).c_str());
     std::snprintf(slot.expires_at, sizeof slot.expires_at, "%s",
@@ -235,7 +284,8 @@ void run_permit_worker(int index, PermitShared& shared) {
     ++slot.grants;
     std::this_thread::sleep_for(milliseconds(hold_ms(rng)));
     std::string token = r.value(0, 0);
-    if (c.exec(kReleaseAndAudit, "pool", token, owner, "permit", r.value(0, 1))
+    if (c.exec(kReleaseAndAudit, "pool", token, owner, "permit", r.value(0, 1),
+               r.value(0, 2), invoked, completed)
             .affected() != 1) {
       ++slot.failed_releases;
     }
@@ -275,11 +325,12 @@ TEST(LeaseShapesStress, ASemaphoreNeverHasMoreHoldersThanPermits) {
       c.exec(
           "INSERT INTO shapes_stress.audit"
           " SELECT 'pool', $1::bigint, $2, 'killed', $3::timestamptz,"
-          "        $4::timestamptz"
+          "        $4::timestamptz, $4::timestamptz, $5::bigint, $6::bigint"
           "  WHERE NOT EXISTS (SELECT FROM shapes_stress.audit"
           "                     WHERE token = $1::bigint)",
           slot.token.load(), "permit-" + std::to_string(i),
-          std::string(slot.acquired_at), std::string(slot.expires_at));
+          std::string(slot.acquired_at), std::string(slot.expires_at),
+          slot.invoked_us.load(), slot.completed_us.load());
       ++killed;
     }
   }
@@ -294,13 +345,18 @@ TEST(LeaseShapesStress, ASemaphoreNeverHasMoreHoldersThanPermits) {
   }
   // The most grants held at one instant: +1 at each grant, -1 at each
   // end, ends first at equal instants (a grant may start as another ends).
-  std::int64_t most = scalar(
-      c,
-      "SELECT max(held) FROM (SELECT sum(delta) OVER (ORDER BY at, delta"
-      "  ROWS UNBOUNDED PRECEDING) AS held FROM ("
-      "    SELECT acquired_at AS at, 1 AS delta FROM shapes_stress.audit"
-      "    UNION ALL SELECT released_at, -1 FROM shapes_stress.audit) AS e)"
-      " AS s");
+  // A grant ends at its release or its expiry, whichever came first: a
+  // release's clock is read after it ran, and a holder slowed down past
+  // its expiry reads it late. (The history checker judges the bound;
+  // this says the semaphore was full.)
+  std::int64_t most =
+      scalar(c,
+             "SELECT max(held) FROM (SELECT sum(delta) OVER (ORDER BY at, delta"
+             "  ROWS UNBOUNDED PRECEDING) AS held FROM ("
+             "    SELECT acquired_at AS at, 1 AS delta FROM shapes_stress.audit"
+             "    UNION ALL SELECT least(released_at, expires_at), -1"
+             "                FROM shapes_stress.audit) AS e)"
+             " AS s");
   // Killed grants whose permit nobody was granted after their expiry.
   std::int64_t never_freed = scalar(
       c,
@@ -323,7 +379,10 @@ TEST(LeaseShapesStress, ASemaphoreNeverHasMoreHoldersThanPermits) {
   EXPECT_EQ(most, kPermits) << "more holders than permits, or never full";
   EXPECT_EQ(never_freed, 0);
   EXPECT_EQ(killed_held, 0);
-  EXPECT_EQ(tokens_out_of_order(c, "'permit', 'killed'"), 0);
+  // Holders were killed: not a fault-free run.
+  const dlock::history::Verdict verdict =
+      dlock::history::check(audit_history(c));
+  EXPECT_EQ(verdict.figures.violations, 0) << dlock::history::report(verdict);
 }
 
 // ---------------------------------------------------------- multi-leases
@@ -353,11 +412,14 @@ void run_multi_client(int index, stress::StartLine& start,
     for (int i = 0; i < 3; ++i) names.push_back("m" + std::to_string(all[i]));
     std::string array = "{" + names[0] + "," + names[1] + "," + names[2] + "}";
     try {
+      const std::int64_t invoked = dlock::history::now_us();
       dlock::pq::Result r = c.try_exec(
           "SELECT array_agg(name ORDER BY name), array_agg(token ORDER BY"
-          " name), array_agg(acquired_at ORDER BY name)"
+          " name), array_agg(acquired_at ORDER BY name),"
+          " array_agg(expires_at ORDER BY name)"
           "  FROM dlock.acquire_all($1::text[], '10 s', '10 s', $2)",
           array, owner);
+      const std::int64_t completed = dlock::history::now_us();
       if (!r.ok()) {
         if (r.sqlstate() != "55P03") r.raise();
         ++stats.timeouts;
@@ -374,11 +436,13 @@ void run_multi_client(int index, stress::StartLine& start,
       std::int64_t released =
           c.exec(
                "INSERT INTO shapes_stress.audit"
-               " SELECT n, t, $4, 'multi', a, clock_timestamp()"
-               "   FROM unnest($1::text[], $2::bigint[], $3::timestamptz[])"
-               "        AS u(n, t, a)"
+               " SELECT n, t, $4, 'multi', a, clock_timestamp(), e,"
+               "        $6::bigint, $7::bigint"
+               "   FROM unnest($1::text[], $2::bigint[], $3::timestamptz[],"
+               "               $5::timestamptz[]) AS u(n, t, a, e)"
                "  WHERE dlock.release(n, t)",
-               r.value(0, 0), r.value(0, 1), r.value(0, 2), owner)
+               r.value(0, 0), r.value(0, 1), r.value(0, 2), owner,
+               r.value(0, 3), invoked, completed)
               .affected();
       stats.failed_releases += 3 - released;
     } catch (const std::exception& e) {
@@ -420,8 +484,10 @@ TEST(LeaseShapesStress, AcquireAllTakesWholeSetsWithoutDeadlock) {
   EXPECT_GE(total.sets, 100);
   EXPECT_EQ(scalar(c, "SELECT count(*) FROM shapes_stress.audit"),
             3 * total.sets);
-  EXPECT_EQ(overlaps(c, ""), 0) << "two grants of one name overlapped";
-  EXPECT_EQ(tokens_out_of_order(c, "'multi'"), 0);
+  const dlock::history::Verdict verdict = dlock::history::check(
+      audit_history(c), {/*fault_free=*/true, /*cycles=*/false});
+  EXPECT_EQ(verdict.figures.violations, 0) << dlock::history::report(verdict);
+  EXPECT_EQ(verdict.figures.grants, 3 * total.sets);
 }
 
 }  // namespace

@@ -195,6 +195,34 @@ TEST(HistoryChecker, TokenRegressionAcrossNames) {
               "owner p)");
 }
 
+TEST(HistoryChecker, HoldGrantedAgainAfterItsReleaseInAFaultFreeRun) {
+  History h;
+  h.grant("p", "job", 5, 0, 1'000);
+  std::int64_t r = h.release("p", "job", 5, 10).id;
+  std::int64_t again = h.grant("p", "job", 5, 20, 1'000, Outcome::ok, 0).id;
+  Verdict v = check(h.ops(), {/*fault_free=*/true, /*cycles=*/false});
+  ASSERT_EQ(v.violations.size(), 1u) << report(v);
+  EXPECT_EQ(v.violations[0].rule, "token regression");
+  EXPECT_EQ(ids(v.violations[0]), (Ids{r, again}));
+  EXPECT_EQ(v.violations[0].what,
+            "token 5 granted (\"job\", owner p) again after its release");
+  // A crash may have lost the release: the owner got its hold back.
+  expect_clean(h);
+}
+
+TEST(HistoryChecker, HoldGrantedAgainWhileItsReleaseWasInFlight) {
+  // The grant was sent before the release was answered: it may have run
+  // first, and handed the owner its hold back.
+  History h;
+  h.grant("p", "job", 5, 0, 1'000);
+  Op& r = h.release("p", "job", 5, 10);
+  r.server_us = at(25);
+  r.completed_us = at(30);
+  h.grant("p", "job", 5, 20, 1'000, Outcome::ok, 0);
+  Verdict v = check(h.ops(), {/*fault_free=*/true, /*cycles=*/false});
+  EXPECT_TRUE(v.violations.empty()) << report(v);
+}
+
 TEST(HistoryChecker, OwnerHandedAnEarlierHoldAfterLargerTokens) {
   // p's release got no answer; later p asks again and is handed the hold
   // it still has, token 5, which began before q's token 9 was granted.
@@ -292,6 +320,92 @@ TEST(HistoryChecker, SupersededWriteLeftAsTheFinalRow) {
 TEST(HistoryChecker, EqualTokenWriteFollowedInRealTime) {
   // A holder may write many times with its token: the last is the row.
   expect_second_write_lost(5);
+}
+
+// --- Shared leases and semaphores ---------------------------------------
+
+// Makes a grant shared, or one of a semaphore of `permits`.
+Op& shared(Op& op) {
+  op.shared = true;
+  return op;
+}
+Op& permit(Op& op, std::int64_t permits) {
+  op.permits = permits;
+  return op;
+}
+
+TEST(HistoryChecker, ReadersHoldTogether) {
+  History h;
+  shared(h.grant("r1", "rw", 5, 0, 1'000));
+  shared(h.grant("r2", "rw", 6, 10, 1'000));
+  h.release("r1", "rw", 5, 20);
+  h.release("r2", "rw", 6, 30);
+  h.grant("w", "rw", 7, 40, 1'000);
+  expect_clean(h);
+}
+
+TEST(HistoryChecker, AWriterWhileAReaderHolds) {
+  History h;
+  std::int64_t r = shared(h.grant("r1", "rw", 5, 0, 1'000)).id;
+  shared(h.grant("r2", "rw", 6, 10, 1'000));
+  h.release("r2", "rw", 6, 20);
+  std::int64_t w = h.grant("w", "rw", 7, 30, 1'000).id;
+  expect_only(h, "double grant", {r, w});
+}
+
+TEST(HistoryChecker, AReaderWhileAWriterHolds) {
+  History h;
+  std::int64_t w = h.grant("w", "rw", 5, 0, 1'000).id;
+  std::int64_t r = shared(h.grant("r1", "rw", 6, 10, 1'000)).id;
+  expect_only(h, "double grant", {w, r});
+}
+
+TEST(HistoryChecker, ReadersNeedNoTokenOrder) {
+  // Granted side by side: the larger token may start first.
+  History h;
+  shared(h.grant("r1", "rw", 6, 0, 1'000));
+  Op& r2 = shared(h.grant("r2", "rw", 5, 0, 1'000));
+  r2.acquired_us = at(0) + 600;
+  expect_clean(h);
+}
+
+TEST(HistoryChecker, ASemaphoreAtItsPermits) {
+  History h;
+  permit(h.grant("p", "pool", 5, 0, 1'000), 2);
+  permit(h.grant("q", "pool", 6, 10, 1'000), 2);
+  h.release("p", "pool", 5, 20);
+  permit(h.grant("r", "pool", 7, 30, 1'000), 2);
+  expect_clean(h);
+}
+
+TEST(HistoryChecker, ASemaphoreOverItsPermits) {
+  History h;
+  std::int64_t p = permit(h.grant("p", "pool", 5, 0, 1'000), 2).id;
+  std::int64_t q = permit(h.grant("q", "pool", 6, 10, 1'000), 2).id;
+  std::int64_t r = permit(h.grant("r", "pool", 7, 20, 1'000), 2).id;
+  expect_only(h, "over permits", {p, q, r},
+              "\"pool\": token 7 granted from " + std::to_string(at(20) + 500) +
+                  " while 2 of 2 permits were held");
+}
+
+TEST(HistoryChecker, AKilledPermitHolderHoldsUntilItsExpiry) {
+  History h;
+  std::int64_t p = permit(h.grant("p", "pool", 5, 0, 100), 1).id;  // killed
+  std::int64_t q = permit(h.grant("q", "pool", 6, 50, 100), 1).id;
+  h.release("q", "pool", 6, 60);
+  permit(h.grant("r", "pool", 7, 100, 100), 1);  // at p's expiry
+  expect_only(h, "over permits", {p, q});
+}
+
+TEST(HistoryChecker, PermitsKeepTokenOrder) {
+  // The clients' clocks cannot order these two; the server's can.
+  History h;
+  std::int64_t a = permit(h.grant("p", "pool", 6, 0, 1'000), 2).id;
+  Op& b = permit(h.grant("q", "pool", 5, 0, 1'000), 2);
+  b.acquired_us = at(0) + 600;
+  expect_only(h, "token order", {b.id, a},
+              "\"pool\": token 6 granted from " + std::to_string(at(0) + 500) +
+                  ", before token 5 from " + std::to_string(at(0) + 600));
 }
 
 // --- Legal look-alikes --------------------------------------------------
@@ -667,6 +781,27 @@ TEST_F(HistoryFiles, CheckCommandOnViolations) {
             "outcomes, 1 names: 1 violation");
   EXPECT_NE(out.find("\ndouble grant: \"job\": token 5"), std::string::npos)
       << out;
+}
+
+TEST_F(HistoryFiles, CheckCommandHoldsARunToItsPromises) {
+  History h;
+  h.grant("p", "job", 5, 0, 100);
+  h.release("p", "job", 5, 10, Outcome::refused);
+  log(h);
+  std::string out;
+  EXPECT_EQ(check_command(dir_.string(), out), 0) << out;
+  // A refused release breaks no rule, but a run without faults has none.
+  EXPECT_EQ(check_command("--fault-free " + dir_.string(), out), 1) << out;
+  EXPECT_NE(out.find("\ncall failed: \"job\": release refused\n"),
+            std::string::npos)
+      << out;
+  // A grant without its write and renewal is no cycle.
+  EXPECT_EQ(check_command("--cycles " + dir_.string(), out), 1) << out;
+  EXPECT_NE(out.find("\ncycle: \"job\": 0 writes of token 5, expected 1\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(check_command("--cycles", out), 2);  // no PATH
+  EXPECT_EQ(out.substr(0, 27), "usage: dlock_history_check ");
 }
 
 TEST_F(HistoryFiles, CheckCommandOnBadInput) {

@@ -1,5 +1,5 @@
-// Worker processes forked by one parent, for the demo and the fencing
-// stress test: memory they share with the parent, starting them, pausing
+// Worker processes forked by one parent, for the stress tests, the soak
+// and the demo: memory they share with the parent, starting them, pausing
 // (SIGSTOP), resuming (SIGCONT), killing and stopping them, and reaping
 // them so that none outlives the parent.
 //

@@ -1,4 +1,4 @@
-// Helpers shared by the libpq stress tests in test/integration: a start
+// Helpers shared by the libpq stress tests and the pooler stress run: a start
 // line for client threads, a bounded error log, failure-message lines.
 #pragma once
 
