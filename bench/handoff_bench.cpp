@@ -114,7 +114,8 @@ class Locker {
       r.raise();
     }
     if (v_ == Variant::dlock) {
-      if (r.isnull(0, 0)) throw dlock::pq::Error("", "dlock.acquire returned NULL");
+      if (r.isnull(0, 0))
+        throw dlock::pq::Error("", "dlock.acquire returned NULL");
       token_ = r.value(0, 0);
     }
     return true;
@@ -122,11 +123,11 @@ class Locker {
 
   void release() {
     dlock::pq::Result r = v_ == Variant::dlock
-                        ? conn_.exec(kDlockRelease, id_.name, token_)
-                        : conn_.exec(kAdvisoryUnlock, id_.key);
+                              ? conn_.exec(kDlockRelease, id_.name, token_)
+                              : conn_.exec(kAdvisoryUnlock, id_.key);
     if (!r.boolean(0, 0)) {
       throw dlock::pq::Error("", std::string(variant_name(v_)) +
-                                 ": release found the lock not held");
+                                     ": release found the lock not held");
     }
   }
 
@@ -302,7 +303,8 @@ bool wait_for_waiters(Locker& l, int waiters, const RunControl& ctl) {
     if (r.int64(0, 0) >= waiters) return true;
     if (ctl.stopped()) return false;
     if (Clock::now() > deadline) {
-      throw dlock::pq::Error("", "the waiters were not all blocked within 10 s");
+      throw dlock::pq::Error("",
+                             "the waiters were not all blocked within 10 s");
     }
     std::this_thread::sleep_for(microseconds(100));
   }

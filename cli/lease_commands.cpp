@@ -86,8 +86,8 @@ int renew_command(RenewOptions& o) {
     }
     std::optional<Millis> ttl;
     if (o.ttl) ttl = o.ttl->millis.value();
-    client::Grant renewed = client::Leases(conn).renew(
-        named_grant(o.name, o.token, o.owner), ttl);
+    client::Grant renewed =
+        client::Leases(conn).renew(named_grant(o.name, o.token, o.owner), ttl);
     std::printf("%s\n", seconds_text(renewed.valid_for).c_str());
     return 0;
   });

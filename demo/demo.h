@@ -13,7 +13,7 @@ namespace demo {
 constexpr char kLease[] = "nightly-report";
 constexpr char kTtl[] = "2 s";  // lease time-to-live
 constexpr auto kTtlDuration = std::chrono::milliseconds(2'000);  // the same
-constexpr int kWorkers = 6;     // worker-1 .. worker-6
+constexpr int kWorkers = 6;  // worker-1 .. worker-6
 // How long a holder prepares the report before its fenced write.
 constexpr int kWorkMinMs = 100;
 constexpr int kWorkMaxMs = 400;

@@ -86,8 +86,8 @@ void Director::start_workers() {
   for (int i = 0; i < workers_.size(); ++i) {
     pids += " " + std::to_string(workers_[i].pid);
   }
-  say("started " + worker_name(1) + " .. " + worker_name(kWorkers) +
-      ", pids" + pids);
+  say("started " + worker_name(1) + " .. " + worker_name(kWorkers) + ", pids" +
+      pids);
 }
 
 void Director::stop_workers() {
@@ -128,9 +128,10 @@ bool Director::find_fresh_holder(Holder& out, milliseconds give_up_after) {
 
 void Director::wait_for_backend_exit(int worker) {
   bool gone = forked::poll_until(milliseconds(5'000), milliseconds(5), [&] {
-    return db_->exec("SELECT count(*) FROM pg_stat_activity"
-                     " WHERE application_name = $1",
-                     app_name(worker))
+    return db_->exec(
+                  "SELECT count(*) FROM pg_stat_activity"
+                  " WHERE application_name = $1",
+                  app_name(worker))
                .int64(0, 0) == 0;
   });
   if (!gone) {
@@ -173,9 +174,10 @@ void Director::say(const std::string& what) const {
 
 std::string Director::offset(const std::string& ts) {
   return "+" +
-         db_->exec("SELECT to_char(extract(epoch FROM $1::timestamptz"
-                   " - $2::timestamptz), 'FM990.000')",
-                   ts, t0_)
+         db_->exec(
+                "SELECT to_char(extract(epoch FROM $1::timestamptz"
+                " - $2::timestamptz), 'FM990.000')",
+                ts, t0_)
              .value(0, 0) +
          " s";
 }

@@ -52,10 +52,11 @@ namespace {
 std::string set_up_database() {
   dlock::pq::Connection c;
   c.exec("SET client_min_messages = warning");
-  dlock::pq::Result ext = c.exec(
-      "SELECT count(*) FROM pg_extension WHERE extname = 'dlock'");
+  dlock::pq::Result ext =
+      c.exec("SELECT count(*) FROM pg_extension WHERE extname = 'dlock'");
   if (ext.int64(0, 0) != 1) {
-    throw dlock::pq::Error("", "the dlock extension is not installed in this "
+    throw dlock::pq::Error("",
+                           "the dlock extension is not installed in this "
                            "database; run CREATE EXTENSION dlock first");
   }
   c.exec("DROP SCHEMA IF EXISTS dlock_demo CASCADE");

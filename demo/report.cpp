@@ -65,9 +65,10 @@ void print_timeline(dlock::pq::Connection& db, const std::string& t0,
       "  FROM dlock_demo.holds WINDOW w AS (ORDER BY token)"
       " ORDER BY token",
       t0);
-  std::printf("\nTimeline of lease \"%s\" (seconds since the start, server "
-              "clock)\n\n",
-              kLease);
+  std::printf(
+      "\nTimeline of lease \"%s\" (seconds since the start, server "
+      "clock)\n\n",
+      kLease);
   std::printf("  %9s  %-9s  %6s  %8s  %-15s  %s\n", "acquired", "holder",
               "token", "held", "fenced write", "how the hold ended");
   std::printf("  %9s  %-9s  %6s  %8s  %-15s  %s\n", "---------", "---------",
@@ -84,8 +85,8 @@ void print_timeline(dlock::pq::Connection& db, const std::string& t0,
             " s; lease expired at +" + r.value(i, 5) +
             " s; its write came at +" + r.value(i, 9) + " s";
     } else if (ended == "lost") {
-      how = "lost: release came too late; lease expired at +" +
-            r.value(i, 5) + " s";
+      how = "lost: release came too late; lease expired at +" + r.value(i, 5) +
+            " s";
     }
     std::string prev = r.value(i, 7);
     if (prev == "killed" || prev == "lost") {
@@ -110,7 +111,8 @@ void print_leases_view(dlock::pq::Connection& db) {
       "       acquired_by"
       "  FROM dlock.leases WHERE name = $1",
       kLease);
-  std::printf("\nSELECT * FROM dlock.leases;   (times of day, server clock)\n\n");
+  std::printf(
+      "\nSELECT * FROM dlock.leases;   (times of day, server clock)\n\n");
   print_table(r);
 }
 
@@ -120,8 +122,9 @@ void print_report_row(dlock::pq::Connection& db) {
       "       to_char(written_at, 'HH24:MI:SS.MS') AS written_at, fence_token"
       "  FROM dlock_demo.report WHERE name = $1",
       kLease);
-  std::printf("\n  SELECT * FROM dlock_demo.report;   (right after the paused"
-              " holder's late write)\n\n");
+  std::printf(
+      "\n  SELECT * FROM dlock_demo.report;   (right after the paused"
+      " holder's late write)\n\n");
   print_table(r);
   std::printf("\n");
 }
@@ -129,7 +132,8 @@ void print_report_row(dlock::pq::Connection& db) {
 bool run_checks(dlock::pq::Connection& db, const std::string& t0,
                 const RunNotes& notes) {
   std::printf(
-      "\nChecks, computed by SQL from dlock_demo.holds and dlock_demo.report\n\n");
+      "\nChecks, computed by SQL from dlock_demo.holds and "
+      "dlock_demo.report\n\n");
   bool all_ok = true;
   auto check = [&](bool ok, const std::string& what) {
     std::printf("  [%s] %s\n", ok ? "ok" : "FAILED", what.c_str());
@@ -197,10 +201,10 @@ bool run_checks(dlock::pq::Connection& db, const std::string& t0,
     check(k.boolean(i, 8),
           "worker-" + k.value(i, 0) + " was " +
               (paused ? std::string("paused") : k.value(i, 2)) +
-              " holding token " + k.value(i, 1) +
-              "; its lease expired at +" + k.value(i, 3) + " s and worker-" +
-              k.value(i, 4) + " took over at +" + k.value(i, 6) +
-              " s with token " + k.value(i, 5) + " (" +
+              " holding token " + k.value(i, 1) + "; its lease expired at +" +
+              k.value(i, 3) + " s and worker-" + k.value(i, 4) +
+              " took over at +" + k.value(i, 6) + " s with token " +
+              k.value(i, 5) + " (" +
               std::to_string(gap_ms < 0 ? -gap_ms : gap_ms) + " ms " +
               (gap_ms < 0 ? "BEFORE" : "after") + " the expiry)");
   }
@@ -259,9 +263,8 @@ bool run_checks(dlock::pq::Connection& db, const std::string& t0,
               p.row_written_by != worker_name(p.worker) &&
               p.paused_s > std::chrono::duration<double>(kTtlDuration).count(),
           worker_name(p.worker) + " was paused " + two_decimals(p.paused_s) +
-              " s (ttl " + kTtl + ") holding token " +
-              std::to_string(p.token) + "; " +
-              (p.newer_worker ? worker_name(p.newer_worker) : "nobody") +
+              " s (ttl " + kTtl + ") holding token " + std::to_string(p.token) +
+              "; " + (p.newer_worker ? worker_name(p.newer_worker) : "nobody") +
               " wrote with token " + std::to_string(p.newer_token) +
               " meanwhile; the late write was " +
               (p.wrote == "rejected" ? std::string("rejected with LD001")

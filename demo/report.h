@@ -15,12 +15,12 @@ namespace demo {
 // What the pause scene saw.
 struct PauseOutcome {
   int worker = 0;
-  std::int64_t token = 0;         // the paused holder's
-  std::int64_t newer_token = 0;   // the first write after it, accepted
+  std::int64_t token = 0;        // the paused holder's
+  std::int64_t newer_token = 0;  // the first write after it, accepted
   int newer_worker = 0;
-  double paused_s = 0;            // from SIGSTOP to SIGCONT
-  std::string wrote;              // the paused holder's write: 'rejected'?
-  std::int64_t row_fence = 0;     // the report row right after it
+  double paused_s = 0;         // from SIGSTOP to SIGCONT
+  std::string wrote;           // the paused holder's write: 'rejected'?
+  std::int64_t row_fence = 0;  // the report row right after it
   std::string row_written_by;
 };
 

@@ -31,12 +31,11 @@ bool Director::kill_holder(const Holder& victim) {
   wait_for_backend_exit(id);
 
   const std::optional<std::string> expires = held_until(victim.token);
-  std::int64_t marked =
-      db_->exec(
-             "UPDATE dlock_demo.holds SET ended = 'killed'"
-             " WHERE token = $1 AND ended IS NULL",
-             victim.token)
-          .affected();
+  std::int64_t marked = db_->exec(
+                               "UPDATE dlock_demo.holds SET ended = 'killed'"
+                               " WHERE token = $1 AND ended IS NULL",
+                               victim.token)
+                            .affected();
   if (!expires || marked != 1) {
     say(worker_name(id) + " had already let go of token " +
         std::to_string(victim.token) + " when it died");
@@ -113,9 +112,10 @@ void Director::resume_paused_holder(const Holder& victim) {
   out.paused_s =
       std::chrono::duration<double>(Clock::now() - paused_at_).count();
   say(worker_name(id) + " resumed with SIGCONT after " +
-      two_decimals(out.paused_s) +
-      " s paused (ttl " + kTtl + "); unaware, it sends its fenced write"
-      " with token " + std::to_string(victim.token));
+      two_decimals(out.paused_s) + " s paused (ttl " + kTtl +
+      "); unaware, it sends its fenced write"
+      " with token " +
+      std::to_string(victim.token));
 
   // Its write's outcome, read together with the report row in one snapshot.
   std::string error;
@@ -150,11 +150,11 @@ void Director::resume_paused_holder(const Holder& victim) {
   }
   print_report_row(*db_);
   if (out.row_fence == out.newer_token && out.newer_token != 0) {
-    std::printf("  The row holds only %s's write (token %lld); %s's late write"
-                " never reached it.\n\n",
-                worker_name(out.newer_worker).c_str(),
-                static_cast<long long>(out.newer_token),
-                worker_name(id).c_str());
+    std::printf(
+        "  The row holds only %s's write (token %lld); %s's late write"
+        " never reached it.\n\n",
+        worker_name(out.newer_worker).c_str(),
+        static_cast<long long>(out.newer_token), worker_name(id).c_str());
   } else {
     std::printf("  The row holds a write with token %lld by %s.\n\n",
                 static_cast<long long>(out.row_fence),

@@ -54,8 +54,7 @@ void write_report(dlock::pq::Connection& c, const std::string& owner,
       "   SET wrote = 'rejected', wrote_at = clock_timestamp(),"
       "       write_error = $2"
       " WHERE token = $1::bigint",
-      token,
-      w.message() + (detail.empty() ? "" : "\n" + detail));
+      token, w.message() + (detail.empty() ? "" : "\n" + detail));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The C++ style as a check: fails, naming each file, when clang-format
 # (Debian's clang-format 14, reading .clang-format) would change any of
-# dlock's C++: the extension (src/), the client library (client/, or
-# clients/ once it moves there), the dlock command (cli/), and the tests,
+# dlock's C++: the extension (src/), the client libraries (clients/), the
+# dlock command (cli/), and the tests,
 # demo, benchmarks and C++ example (test/, demo/, bench/, examples/cpp/).
 # To fix a file: clang-format -i FILE.
 # Usage: bash scripts/check-format.sh
@@ -15,7 +15,7 @@ command -v clang-format >/dev/null || {
 }
 
 dirs=""
-for dir in src client clients cli test demo bench examples/cpp; do
+for dir in src clients cli test demo bench examples/cpp; do
   [ -d "$dir" ] && dirs="$dirs $dir"
 done
 

@@ -176,7 +176,8 @@ class Client {
     Op g = begin(Call::grant, name, 0);
     g.ttl_ms = opt_.ttl_ms;
     g = log_.invoke(g);
-    const auto r = ask(dlock::client::try_acquire_statement(name, owner_, terms));
+    const auto r =
+        ask(dlock::client::try_acquire_statement(name, owner_, terms));
     if (!r) return;
     if (!r->ok()) return complete_error(g, *r);
     const std::optional<Grant> got =
@@ -199,8 +200,8 @@ class Client {
     Op w = begin(Call::write, grant.name, grant.token);
     w.value = owner_ + "/" + std::to_string(++writes_);
     w = log_.invoke(w);
-    const auto r = ask({kFencedWrite,
-                        {std::to_string(grant.token), w.value, grant.name}});
+    const auto r =
+        ask({kFencedWrite, {std::to_string(grant.token), w.value, grant.name}});
     if (!r) return false;
     if (!r->ok()) {
       complete_error(w, *r);
@@ -365,8 +366,9 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
   failover::Options opt;
   if (!failover::parse(argc, argv, opt)) {
-    std::cerr << "usage: dlock_failover_clients --conninfo CONNINFO --dir DIR"
-                 " [--clients N] [--names N] [--ttl-ms MS] [--stop-file PATH]\n";
+    std::cerr
+        << "usage: dlock_failover_clients --conninfo CONNINFO --dir DIR"
+           " [--clients N] [--names N] [--ttl-ms MS] [--stop-file PATH]\n";
     return 2;
   }
   try {

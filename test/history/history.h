@@ -53,7 +53,7 @@ struct Op {
   // grant: the granted token (0 if none); renew, release, write: the
   // token sent; initial_row, final_row: the row's fence token.
   std::int64_t token = 0;
-  std::int64_t ttl_ms = 0;        // grant, renew
+  std::int64_t ttl_ms = 0;  // grant, renew
   // grant: a shared (reader's) grant, or one of a semaphore of `permits`
   // holders; neither: an exclusive grant.
   bool shared = false;

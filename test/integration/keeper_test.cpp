@@ -70,8 +70,8 @@ TEST_F(KeeperTest, LeasesGrantReportBusyRenewAndRelease) {
   EXPECT_EQ(g->expires_at_us - g->acquired_at_us, 60'000'000);
 
   EXPECT_FALSE(leases_.try_acquire(lease("basic"), "worker-b", terms));
-  EXPECT_FALSE(leases_.acquire(lease("basic"), "worker-b", terms,
-                               milliseconds(50)));
+  EXPECT_FALSE(
+      leases_.acquire(lease("basic"), "worker-b", terms, milliseconds(50)));
   EXPECT_EQ(leases_.busy_polls(), 0);
   EXPECT_FALSE(leases_.acquire(lease("basic"), "worker-b", terms,
                                milliseconds(50), WaitMode::poll));
@@ -153,8 +153,9 @@ TEST_F(KeeperTest, KeeperReconnectsWhenItsSessionEnds) {
   // Renewals resume on a new session well before the 3 s lease expires.
   ASSERT_TRUE(eventually([&] { return renewals.load() >= before + 3; }));
   EXPECT_FALSE(keeper.lost()) << keeper.why();
-  EXPECT_EQ(conn_.exec("SELECT count(*) FROM pg_stat_activity"
-                       " WHERE application_name = 'dlock keeper'")
+  EXPECT_EQ(conn_
+                .exec("SELECT count(*) FROM pg_stat_activity"
+                      " WHERE application_name = 'dlock keeper'")
                 .int64(0, 0),
             1);
   keeper.stop();
@@ -202,8 +203,8 @@ struct LossRecord {
 };
 
 // Force-releases the grant and returns how long the keeper took to say so.
-milliseconds force_release_seen_after(dlock::pq::Connection& admin, Keeper& keeper,
-                                      const std::string& name,
+milliseconds force_release_seen_after(dlock::pq::Connection& admin,
+                                      Keeper& keeper, const std::string& name,
                                       LossRecord& loss) {
   TimePoint start = BootClock::now();
   admin.exec("SELECT dlock.force_release($1, 'client test')", name);
@@ -237,10 +238,11 @@ TEST_F(KeeperTest, ANotificationAloneDoesNotEndTheLease) {
   options.on_renewed = [&](const Grant&) { ++renewals; };
   Keeper keeper(g, options);
   int before = renewals.load();
-  conn_.exec("SELECT pg_notify('dlock_lease_ended', json_build_object("
-             "'name', $1::text, 'token', $2::bigint, 'reason',"
-             " 'force-released', 'by', 'ops', 'detail', 'spoofed')::text)",
-             lease("spoofed"), g.token);
+  conn_.exec(
+      "SELECT pg_notify('dlock_lease_ended', json_build_object("
+      "'name', $1::text, 'token', $2::bigint, 'reason',"
+      " 'force-released', 'by', 'ops', 'detail', 'spoofed')::text)",
+      lease("spoofed"), g.token);
   ASSERT_TRUE(eventually([&] { return renewals.load() > before; }));
   EXPECT_FALSE(keeper.lost()) << keeper.why();
   keeper.stop();
@@ -273,8 +275,7 @@ TEST_F(KeeperTest, BehindAPoolerARefusedRenewalSays) {
   Keeper keeper(g, loss.options(true));
   force_release_seen_after(conn_, keeper, lease("pooled"), loss);
   std::string refused = "renewal refused: lease \"" + lease("pooled") +
-                        "\" is not held with token " +
-                        std::to_string(g.token);
+                        "\" is not held with token " + std::to_string(g.token);
   EXPECT_EQ(keeper.why().rfind(refused, 0), 0u) << keeper.why();
 }
 
@@ -286,11 +287,10 @@ TEST_F(KeeperTest, AHangingRenewalLosesTheLeaseAtTheLocalDeadline) {
   // renewal waits for it in the server, past the local deadline.
   dlock::pq::Connection blocker;
   blocker.exec("BEGIN");
-  blocker.exec("SELECT dlock.renew($1, $2::bigint)", lease("hang"),
-               g.token);
+  blocker.exec("SELECT dlock.renew($1, $2::bigint)", lease("hang"), g.token);
   ASSERT_TRUE(eventually([&] { return loss.told.load(); }));
-  auto lag = std::chrono::duration_cast<milliseconds>(loss.at -
-                                                      keeper.deadline());
+  auto lag =
+      std::chrono::duration_cast<milliseconds>(loss.at - keeper.deadline());
   std::printf("local deadline to lost, renewal hanging: %lld ms\n",
               static_cast<long long>(lag.count()));
   EXPECT_GE(lag, milliseconds(0));

@@ -90,7 +90,14 @@ constexpr int kMaxWritesPerWorker = 4096;
 // Memory shared by the harness and the workers (lock-free atomics work
 // across processes). Each worker writes only its own slot.
 
-enum Phase : int { kIdle, kAcquiring, kReading, kWorking, kWriting, kReleasing };
+enum Phase : int {
+  kIdle,
+  kAcquiring,
+  kReading,
+  kWorking,
+  kWriting,
+  kReleasing
+};
 
 enum Outcome : int {
   kAcknowledged = 1,  // one row updated (and its audit row inserted)
@@ -103,14 +110,14 @@ struct Write {
   std::int64_t token;
   std::int64_t value;  // the counter value it wrote or tried to (read + 1)
   int outcome;
-  bool released;       // dlock.release(name, token) returned true afterwards
+  bool released;  // dlock.release(name, token) returned true afterwards
 };
 
 struct Slot {
   std::atomic<int> phase{kIdle};
   std::atomic<std::int64_t> token{0};         // the lease held, else 0
   std::atomic<std::int64_t> work_ends_ns{0};  // forked::now_ns()
-  std::atomic<int> writes_done{0};            // writes[0, writes_done) are final
+  std::atomic<int> writes_done{0};  // writes[0, writes_done) are final
   Write writes[kMaxWritesPerWorker];
   std::atomic<std::int64_t> holds{0};
   std::atomic<std::int64_t> timeouts{0};  // acquire raised 55P03
@@ -176,8 +183,8 @@ void run_worker(int index, Shared& shared) {
         c.exec("SELECT n FROM fence_stress.counter WHERE id = 1").int64(0, 0);
 
     const int work = work_ms(rng);
-    slot.work_ends_ns = forked::now_ns() + std::chrono::nanoseconds(
-                                       milliseconds(work)).count();
+    slot.work_ends_ns =
+        forked::now_ns() + std::chrono::nanoseconds(milliseconds(work)).count();
     slot.phase = kWorking;
     std::this_thread::sleep_for(milliseconds(work));
 
@@ -193,9 +200,9 @@ void run_worker(int index, Shared& shared) {
         w.outcome = kNoRow;
       } else {
         throw dlock::pq::Error("", "fenced_update updated " +
-                                   std::to_string(updated) + " rows and " +
-                                   std::to_string(audited) +
-                                   " audit rows were written");
+                                       std::to_string(updated) + " rows and " +
+                                       std::to_string(audited) +
+                                       " audit rows were written");
       }
     } else if (r.sqlstate() == "LD001") {
       w.outcome = kStale;
@@ -204,9 +211,8 @@ void run_worker(int index, Shared& shared) {
     }
 
     slot.phase = kReleasing;
-    w.released =
-        c.exec("SELECT dlock.release($1, $2::bigint)", kLease, token)
-            .boolean(0, 0);
+    w.released = c.exec("SELECT dlock.release($1, $2::bigint)", kLease, token)
+                     .boolean(0, 0);
     slot.token = 0;
     slot.phase = kIdle;
 
@@ -225,8 +231,8 @@ void run_worker(int index, Shared& shared) {
 // One freeze of a holder by the harness.
 struct Pause {
   int worker = 0;
-  std::int64_t token = 0;        // the lease it held when frozen
-  bool held_when_frozen = false; // dlock.leases: held with that token
+  std::int64_t token = 0;            // the lease it held when frozen
+  bool held_when_frozen = false;     // dlock.leases: held with that token
   std::int64_t fence_at_resume = 0;  // the row's fence just before SIGCONT
   std::int64_t lease_token_at_resume = 0;
 };
@@ -272,7 +278,8 @@ int pick_working_holder(const Shared& shared, const forked::Workers& workers,
 // kPauseFor; nullopt if none could be caught in time.
 std::optional<Pause> freeze_a_holder(const Shared& shared,
                                      forked::Workers& workers,
-                                     dlock::pq::Connection& db, std::mt19937& rng) {
+                                     dlock::pq::Connection& db,
+                                     std::mt19937& rng) {
   std::optional<Pause> frozen;
   forked::poll_until(milliseconds(3'000), milliseconds(1), [&] {
     const int i = pick_working_holder(shared, workers, rng);
@@ -295,10 +302,9 @@ std::optional<Pause> freeze_a_holder(const Shared& shared,
   if (!frozen) return std::nullopt;
   Pause& p = *frozen;
   dlock::pq::Result lease = db.exec(
-      "SELECT token, state = 'held' FROM dlock.leases WHERE name = $1",
-      kLease);
-  p.held_when_frozen = lease.rows() == 1 && lease.int64(0, 0) == p.token &&
-                       lease.boolean(0, 1);
+      "SELECT token, state = 'held' FROM dlock.leases WHERE name = $1", kLease);
+  p.held_when_frozen =
+      lease.rows() == 1 && lease.int64(0, 0) == p.token && lease.boolean(0, 1);
 
   std::this_thread::sleep_for(kPauseFor);
 
@@ -336,7 +342,8 @@ TEST(FencingStress, PausedHoldersAreFencedOff) {
 
     // One worker frozen at a time: while it is frozen the others go on and
     // take the lease over.
-    const auto last_pause_by = began + kRunFor - kPauseFor - milliseconds(1'500);
+    const auto last_pause_by =
+        began + kRunFor - kPauseFor - milliseconds(1'500);
     while (Clock::now() < last_pause_by) {
       std::this_thread::sleep_for(milliseconds(gap_ms(rng)));
       std::optional<Pause> p = freeze_a_holder(shared, workers, db, rng);
@@ -363,8 +370,8 @@ TEST(FencingStress, PausedHoldersAreFencedOff) {
   std::map<std::int64_t, Write> acknowledged_by_value;
   std::vector<std::string> repeated_values;
   std::map<std::int64_t, Write> by_token;  // every write, by its token
-  std::int64_t acknowledged = 0, stale = 0, no_row = 0, holds = 0,
-               timeouts = 0, acknowledged_but_lost = 0;
+  std::int64_t acknowledged = 0, stale = 0, no_row = 0, holds = 0, timeouts = 0,
+               acknowledged_but_lost = 0;
   std::vector<std::string> bad_rejections;
   std::string holds_per_worker;
   for (int i = 0; i < kWorkers; ++i) {
@@ -404,8 +411,8 @@ TEST(FencingStress, PausedHoldersAreFencedOff) {
     }
   }
   std::cout << "[ stats    ] " << holds << " holds (" << holds_per_worker
-            << " per worker), " << acknowledged
-            << " writes acknowledged (" << acknowledged_but_lost
+            << " per worker), " << acknowledged << " writes acknowledged ("
+            << acknowledged_but_lost
             << " of them with the lease gone by the release), " << stale
             << " rejected with LD001, " << no_row << " matched no row, "
             << timeouts << " acquire timeouts; " << pauses.size()
@@ -453,11 +460,10 @@ TEST(FencingStress, PausedHoldersAreFencedOff) {
                              std::to_string(value));
     }
     if (w.token <= previous_token && order_errors.size() < 10) {
-      order_errors.push_back("value " + std::to_string(value) +
-                             " was written with token " +
-                             std::to_string(w.token) +
-                             ", not above the previous write's " +
-                             std::to_string(previous_token));
+      order_errors.push_back(
+          "value " + std::to_string(value) + " was written with token " +
+          std::to_string(w.token) + ", not above the previous write's " +
+          std::to_string(previous_token));
     }
     expected_value = value + 1;
     previous_token = w.token;
@@ -492,15 +498,15 @@ TEST(FencingStress, PausedHoldersAreFencedOff) {
   EXPECT_EQ(audited, reported)
       << "the audit's (token, value) pairs differ from what workers reported";
 
-  dlock::pq::Result row = c.exec(
-      "SELECT n, fence_token FROM fence_stress.counter WHERE id = 1");
+  dlock::pq::Result row =
+      c.exec("SELECT n, fence_token FROM fence_stress.counter WHERE id = 1");
   EXPECT_EQ(row.int64(0, 0), acknowledged)
       << "the counter differs from the number of acknowledged writes";
   EXPECT_EQ(row.int64(0, 1), last_token)
       << "the row's fence is not the last acknowledged write's token";
 
-  dlock::pq::Result lease = c.exec(
-      "SELECT state FROM dlock.leases WHERE name = $1", kLease);
+  dlock::pq::Result lease =
+      c.exec("SELECT state FROM dlock.leases WHERE name = $1", kLease);
   ASSERT_EQ(lease.rows(), 1);
   EXPECT_NE(lease.value(0, 0), "held") << "a worker left the lease held";
 }

@@ -45,11 +45,11 @@ struct Config {
 // What one client saw. Written only by its own thread.
 struct ClientStats {
   std::map<std::string, std::int64_t> grants;  // per lease name
-  std::int64_t busy = 0;            // try_acquire returned NULL
-  std::int64_t timeouts = 0;        // acquire raised 55P03
-  std::int64_t failed_releases = 0; // release returned false
-  std::int64_t odd_leases = 0;      // lease with the wrong owner or ttl
-  stress::ErrorLog errors;          // any other error
+  std::int64_t busy = 0;                       // try_acquire returned NULL
+  std::int64_t timeouts = 0;                   // acquire raised 55P03
+  std::int64_t failed_releases = 0;            // release returned false
+  std::int64_t odd_leases = 0;  // lease with the wrong owner or ttl
+  stress::ErrorLog errors;      // any other error
 };
 
 // A fresh schema of the test's own, so the test can be rerun against the
@@ -134,9 +134,9 @@ bool take_lease(dlock::pq::Connection& c, const Config& cfg,
 void run_client(const Config& cfg, int index, stress::StartLine& start,
                 ClientStats& stats) {
   const std::string owner = "stress-client-" + std::to_string(index);
-  std::mt19937 rng(static_cast<unsigned>(index) * 7919u +
-                   static_cast<unsigned>(
-                       Clock::now().time_since_epoch().count()));
+  std::mt19937 rng(
+      static_cast<unsigned>(index) * 7919u +
+      static_cast<unsigned>(Clock::now().time_since_epoch().count()));
   std::uniform_int_distribution<std::size_t> pick(0, cfg.names.size() - 1);
   std::uniform_int_distribution<int> pause_us(0, 1000);
 
@@ -278,8 +278,8 @@ void check_invariants(const Config& cfg, const Totals& t) {
   EXPECT_EQ(t.failed_releases, 0) << "dlock.release returned false";
   EXPECT_EQ(t.odd_leases, 0) << "a lease with the wrong owner or ttl";
 
-  dlock::pq::Result all = c.exec(
-      "SELECT count(*), count(DISTINCT token) FROM dlock_stress.audit");
+  dlock::pq::Result all =
+      c.exec("SELECT count(*), count(DISTINCT token) FROM dlock_stress.audit");
   EXPECT_EQ(all.int64(0, 0), t.all_grants) << "audit rows vs grants counted";
   EXPECT_EQ(all.int64(0, 1), all.int64(0, 0))
       << "a token was handed out twice (tokens come from one sequence)";
@@ -292,8 +292,7 @@ void check_invariants(const Config& cfg, const Totals& t) {
 
   for (const std::string& name : cfg.names) {
     SCOPED_TRACE("lease " + name);
-    const std::int64_t grants =
-        t.grants.count(name) ? t.grants.at(name) : 0;
+    const std::int64_t grants = t.grants.count(name) ? t.grants.at(name) : 0;
     EXPECT_GT(grants, 0) << "the lease was never granted";
 
     dlock::pq::Result r = c.exec(
@@ -306,15 +305,15 @@ void check_invariants(const Config& cfg, const Totals& t) {
     EXPECT_EQ(r.int64(0, 1), 0) << "released before acquired";
     const std::int64_t last_token = r.int64(0, 2);
 
-    EXPECT_EQ(c.exec("SELECT n FROM dlock_stress.counters WHERE name = $1",
-                     name)
-                  .int64(0, 0),
-              grants)
+    EXPECT_EQ(
+        c.exec("SELECT n FROM dlock_stress.counters WHERE name = $1", name)
+            .int64(0, 0),
+        grants)
         << "counter updates were lost: two holds overlapped";
 
     // The lease itself ends released, with the last token granted.
-    dlock::pq::Result lease = c.exec(
-        "SELECT state, token FROM dlock.leases WHERE name = $1", name);
+    dlock::pq::Result lease =
+        c.exec("SELECT state, token FROM dlock.leases WHERE name = $1", name);
     ASSERT_EQ(lease.rows(), 1);
     EXPECT_EQ(lease.value(0, 0), "released");
     EXPECT_EQ(lease.int64(0, 1), last_token);
@@ -322,9 +321,9 @@ void check_invariants(const Config& cfg, const Totals& t) {
 }
 
 void report(const char* title, const Totals& t) {
-  std::cout << "[ stats    ] " << title << ": " << t.all_grants
-            << " grants, " << t.busy << " busy, " << t.timeouts
-            << " timeouts in " << t.seconds << " s; per lease:";
+  std::cout << "[ stats    ] " << title << ": " << t.all_grants << " grants, "
+            << t.busy << " busy, " << t.timeouts << " timeouts in " << t.seconds
+            << " s; per lease:";
   for (const auto& [name, n] : t.grants) std::cout << ' ' << name << '=' << n;
   std::cout << std::endl;
 }
@@ -332,8 +331,11 @@ void report(const char* title, const Totals& t) {
 // 16 clients x 1000 try_acquire cycles on 4 names: busy answers are normal,
 // grants must form one non-overlapping line of holds per name.
 TEST(Stress, TryAcquireManyClientsFewNames) {
-  const Config cfg{Mode::try_acquire, 16, 1000,
-                   {"stress-a", "stress-b", "stress-c", "stress-d"}, nullptr};
+  const Config cfg{Mode::try_acquire,
+                   16,
+                   1000,
+                   {"stress-a", "stress-b", "stress-c", "stress-d"},
+                   nullptr};
   prepare_database(cfg.names);
   Totals t = run_clients(cfg);
   report("try_acquire", t);

@@ -121,8 +121,7 @@ class Workers {
     char text[512];
   };
 
-  [[noreturn]] void run_child(int index,
-                              const std::function<void(int)>& body,
+  [[noreturn]] void run_child(int index, const std::function<void(int)>& body,
                               int parent_death, pid_t parent);
   // SIGKILL and reap, whatever the reason.
   static void end(Worker& w);

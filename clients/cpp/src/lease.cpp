@@ -47,7 +47,7 @@ pq::Param owner_param(const Grant& grant) {
 // Runs a lease function; its errors come out as lease_errors.h types.
 template <typename... Args>
 pq::Result call(pq::Connection& conn, const std::string& sql,
-                 const Args&... args) {
+                const Args&... args) {
   try {
     return conn.exec(sql, args...);
   } catch (const pq::Error& e) {

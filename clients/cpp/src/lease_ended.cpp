@@ -34,7 +34,8 @@ std::optional<LeaseEnded> parse_lease_ended(const std::string& payload) {
   e.by = text("by");
   e.detail = text("detail");
   auto n = j.find("new_token");
-  if (n != j.end() && n->is_number_integer()) e.new_token = n->get<std::int64_t>();
+  if (n != j.end() && n->is_number_integer())
+    e.new_token = n->get<std::int64_t>();
   return e;
 }
 

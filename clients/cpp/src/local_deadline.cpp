@@ -37,8 +37,8 @@ void LocalDeadline::renewed(TimePoint sent, Millis valid_for) {
   TimePoint until = sent + valid_for - safety_margin(valid_for, policy_);
   if (until < deadline_) return;  // a late answer to an older renewal
   deadline_ = until;
-  auto interval = std::chrono::duration_cast<Millis>(
-      valid_for * policy_.renew_fraction);
+  auto interval =
+      std::chrono::duration_cast<Millis>(valid_for * policy_.renew_fraction);
   next_renewal_ = std::min(sent + interval, deadline_);
 }
 

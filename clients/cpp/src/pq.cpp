@@ -100,12 +100,14 @@ std::string Result::error() const {
 }
 
 std::string Result::message() const {
-  const char* m = res_ ? PQresultErrorField(res_, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+  const char* m =
+      res_ ? PQresultErrorField(res_, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
   return m ? m : error();
 }
 
 std::string Result::detail() const {
-  const char* d = res_ ? PQresultErrorField(res_, PG_DIAG_MESSAGE_DETAIL) : nullptr;
+  const char* d =
+      res_ ? PQresultErrorField(res_, PG_DIAG_MESSAGE_DETAIL) : nullptr;
   return d ? d : "";
 }
 
@@ -123,7 +125,7 @@ int Result::cols() const { return res_ ? PQnfields(res_) : 0; }
 void Result::check_field(int row, int col) const {
   if (row < 0 || row >= rows() || col < 0 || col >= cols()) {
     throw Error("", "field (" + std::to_string(row) + ", " +
-                          std::to_string(col) + ") is out of range");
+                        std::to_string(col) + ") is out of range");
   }
 }
 
@@ -140,7 +142,7 @@ std::string Result::value(int row, int col) const {
 std::int64_t Result::int64(int row, int col) const {
   if (isnull(row, col)) {
     throw Error("", "expected a number, got NULL in column " +
-                          std::string(PQfname(res_, col)));
+                        std::string(PQfname(res_, col)));
   }
   const char* text = PQgetvalue(res_, row, col);
   char* end = nullptr;
@@ -148,7 +150,7 @@ std::int64_t Result::int64(int row, int col) const {
   long long v = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0') {
     throw Error("", "expected a whole number, got \"" + std::string(text) +
-                          "\" in column " + PQfname(res_, col));
+                        "\" in column " + PQfname(res_, col));
   }
   return v;
 }
@@ -156,13 +158,13 @@ std::int64_t Result::int64(int row, int col) const {
 bool Result::boolean(int row, int col) const {
   if (isnull(row, col)) {
     throw Error("", "expected a boolean, got NULL in column " +
-                          std::string(PQfname(res_, col)));
+                        std::string(PQfname(res_, col)));
   }
   const char* text = PQgetvalue(res_, row, col);
   if (std::strcmp(text, "t") == 0) return true;
   if (std::strcmp(text, "f") == 0) return false;
   throw Error("", "expected a boolean, got \"" + std::string(text) +
-                        "\" in column " + PQfname(res_, col));
+                      "\" in column " + PQfname(res_, col));
 }
 
 std::int64_t Result::affected() const {
@@ -271,9 +273,9 @@ Result Connection::run(const std::string& sql, const std::vector<Param>& params,
   begin_statement();
   // Null types, lengths and formats: every parameter is text and the server
   // infers its type from the statement; results come back as text.
-  PGresult* res = PQexecParams(conn_, sql.c_str(),
-                               static_cast<int>(values.size()), nullptr,
-                               values.data(), nullptr, nullptr, 0);
+  PGresult* res =
+      PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                   values.data(), nullptr, nullptr, 0);
   // Read the connection's message only after the call that may set it.
   Result result(res, trimmed(PQerrorMessage(conn_)));
   if (throw_on_error && !result.ok()) result.raise();
@@ -301,7 +303,7 @@ std::optional<Connection> Connection::open_interruptible(
   }
   if (PQstatus(c.conn_) != CONNECTION_OK) {
     throw Error("08001",
-                  "could not connect: " + trimmed(PQerrorMessage(c.conn_)));
+                "could not connect: " + trimmed(PQerrorMessage(c.conn_)));
   }
   return c;
 }
@@ -348,7 +350,9 @@ std::vector<Notification> Connection::notifications(
 }
 
 void Connection::silence_notices() {
-  if (conn_) PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  if (conn_)
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);
 }
 
 int Connection::backend_pid() const { return conn_ ? PQbackendPID(conn_) : 0; }

@@ -6,11 +6,11 @@ namespace dlock::cli {
 namespace {
 
 TEST(ErrorText, SqlstateMessageAndDetailOnOneLine) {
-  EXPECT_EQ(
-      error_text(dlock::pq::Error("LD002", "lease \"job\" is not held with token 7",
-                              "It expired at 2026-12-01 10:00:00+00.")),
-      "LD002: lease \"job\" is not held with token 7 (It expired at "
-      "2026-12-01 10:00:00+00.)");
+  EXPECT_EQ(error_text(dlock::pq::Error(
+                "LD002", "lease \"job\" is not held with token 7",
+                "It expired at 2026-12-01 10:00:00+00.")),
+            "LD002: lease \"job\" is not held with token 7 (It expired at "
+            "2026-12-01 10:00:00+00.)");
   EXPECT_EQ(error_text(dlock::pq::Error("22023", "ttl must be positive")),
             "22023: ttl must be positive");
 }
@@ -37,7 +37,7 @@ TEST(ErrorText, ContinuationLinesAreJoinedWithOneSpace) {
             "socket?");
   // Spaces within a line stay as they are.
   EXPECT_EQ(error_text(dlock::pq::Error("", "failed: FATAL:  no  such\r\n",
-                                    "\n two\n\n lines \n")),
+                                        "\n two\n\n lines \n")),
             "failed: FATAL:  no  such (two lines)");
 }
 
@@ -56,10 +56,11 @@ TEST(ErrorText, HintsAtCreateExtension) {
       "unknown) does not exist (is dlock installed in this database, and up "
       "to date? CREATE EXTENSION dlock, or ALTER EXTENSION dlock UPDATE)");
   // Other schemas and functions get no hint.
-  EXPECT_EQ(error_text(dlock::pq::Error("3F000", "schema \"app\" does not exist")),
-            "3F000: schema \"app\" does not exist");
-  EXPECT_EQ(error_text(dlock::pq::Error("42883", "function app.f() does not exist",
-                                    "a detail")),
+  EXPECT_EQ(
+      error_text(dlock::pq::Error("3F000", "schema \"app\" does not exist")),
+      "3F000: schema \"app\" does not exist");
+  EXPECT_EQ(error_text(dlock::pq::Error(
+                "42883", "function app.f() does not exist", "a detail")),
             "42883: function app.f() does not exist (a detail)");
 }
 

@@ -12,11 +12,12 @@ namespace {
 
 TEST(KeyFromSha256, FirstEightBytesBigEndianSigned) {
   // SHA-256("nightly-report") begins 67 43 ba 10 a2 b2 c4 87.
-  std::uint8_t digest[32] = {0x67, 0x43, 0xba, 0x10, 0xa2, 0xb2, 0xc4, 0x87,
-                             0xff, 0xff};
+  std::uint8_t digest[32] = {0x67, 0x43, 0xba, 0x10, 0xa2,
+                             0xb2, 0xc4, 0x87, 0xff, 0xff};
   EXPECT_EQ(key_from_sha256(digest), 7440995589958059143);
   std::uint8_t high_bit[32] = {0x80};
-  EXPECT_EQ(key_from_sha256(high_bit), std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(key_from_sha256(high_bit),
+            std::numeric_limits<std::int64_t>::min());
   std::uint8_t all_ones[32] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
   EXPECT_EQ(key_from_sha256(all_ones), -1);
   std::uint8_t zero[32] = {};

@@ -98,7 +98,8 @@ TEST(ErrorCodes, AreValidUniqueAndKept) {
 // The rows of the table at the top of docs/reference/errors.md (before its
 // first "## " heading): code, name, raised by, added in.
 std::vector<std::vector<std::string>> documented_error_rows() {
-  std::ifstream page(std::string(DLOCK_SOURCE_DIR) + "/docs/reference/errors.md");
+  std::ifstream page(std::string(DLOCK_SOURCE_DIR) +
+                     "/docs/reference/errors.md");
   EXPECT_TRUE(page.good()) << "docs/reference/errors.md not found";
   std::vector<std::vector<std::string>> rows;
   std::string line;
@@ -144,7 +145,8 @@ TEST(ErrorCodes, AreTheDocumentedErrorsTableRowForRow) {
     EXPECT_EQ(rows[i][0], "`" + std::string(code.sqlstate) + "`");
     EXPECT_EQ(rows[i][1], code.name) << code.sqlstate;
     EXPECT_EQ(rows[i][2], code.raised_by) << code.sqlstate;
-    EXPECT_TRUE(is_version(rows[i][3])) << code.sqlstate << ": added in " << rows[i][3];
+    EXPECT_TRUE(is_version(rows[i][3]))
+        << code.sqlstate << ": added in " << rows[i][3];
   }
 }
 

@@ -30,7 +30,7 @@ namespace dlock::pq {
 class Error : public std::runtime_error {
  public:
   Error(std::string sqlstate, const std::string& message,
-          std::string detail = "")
+        std::string detail = "")
       : std::runtime_error(message),
         sqlstate_(std::move(sqlstate)),
         detail_(std::move(detail)) {}
@@ -104,8 +104,7 @@ inline Param to_param(const char* s) {
   return s ? Param(std::string(s)) : std::nullopt;
 }
 inline Param to_param(bool b) { return std::string(b ? "true" : "false"); }
-template <typename T,
-          typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
 Param to_param(T v) {
   return std::to_string(v);
 }
