@@ -135,7 +135,9 @@ start_cluster() {
     local line
     for line in "$@"; do echo "$line"; done
   } >>"$CLUSTER_DIR/data/postgresql.conf"
-  as_server_user env ${SERVER_ENV[@]+"${SERVER_ENV[@]}"} \
+  # PGUSER: libpq inside the server (the isolation specs' dblink) logs in as
+  # the cluster's superuser, not as the operating system user running it.
+  as_server_user env PGUSER=postgres ${SERVER_ENV[@]+"${SERVER_ENV[@]}"} \
     pg_ctl -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" \
     -w -t 60 start >/dev/null
   export PGHOST="$CLUSTER_DIR" PGPORT=5432 PGUSER=postgres PGDATABASE=postgres

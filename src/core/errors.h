@@ -45,7 +45,8 @@ inline constexpr ErrorCode kErrorCodes[] = {
     {sqlstate::null_value_not_allowed, "null_value_not_allowed",
      "a required argument is NULL, or an element of `names`"},
     {sqlstate::invalid_parameter_value, "invalid_parameter_value",
-     "empty or over-long name, owner, resource or reason; ttl ≤ 0 or above "
+     "empty or over-long name, owner or resource, or an over-long reason; "
+     "ttl ≤ 0 or above "
      "`dlock.max_ttl`; a negative or over-long timeout, lock_delay, "
      "max_hold or min_hold, or a min_hold above max_hold; permits below 1 "
      "or above 1000, or given with `shared`; a permit count other than the "
