@@ -28,9 +28,9 @@ Counted when_counted(LeaseEvent event) {
     case LeaseEvent::wait_timed_out:
       return Counted::now;
     case LeaseEvent::renew_failure:
-      return Counted::now_if_known;
+      return Counted::now_if_real;
   }
-  return Counted::now_if_known;
+  return Counted::now_if_real;
 }
 
 Micros hold_time(Micros acquired_at, Micros expires_at, Micros ended_at) {

@@ -51,10 +51,10 @@ enum class LeaseEvent {
 // When an event is counted. The events of a grant's row (its grant, and
 // how it ended) wait for the transaction's commit: a rolled-back grant
 // adds no name and counts nothing, and a lapse is counted once. A busy
-// answer or a wait is counted at once: the lease was held, so its name
-// is real. A refused renewal is counted at once, and only for a name
-// counted already: anyone can renew a made-up name.
-enum class Counted { at_commit, now, now_if_known };
+// answer or a wait is counted at once: someone holds the lease (or is
+// writing its grant). A refused renewal is counted at once, but adds a
+// name only if the name has a lease row: anyone can renew a made-up name.
+enum class Counted { at_commit, now, now_if_real };
 Counted when_counted(LeaseEvent event);
 
 // How long a grant from `acquired_at` to `expires_at` was held when it

@@ -1,12 +1,17 @@
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 
 #include "../core/arguments.h"
 #include "../core/duration.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
 #include "../core/lease_stats.h"
 
 #include "stats.h"
 #include "boundary.h"
+#include "holder_rows.h"
+#include "lease_row.h"
 #include "settings.h"
 
 namespace dlock::pg {
@@ -159,8 +164,9 @@ StatsEntry* add(const StatsKey& key, TimestampTz since) {
 // Counts `event` of `name` in this database. A name not in the table is
 // added only if `may_add` (with the database's own entry first), its usage
 // starting at the median (record_first); if there is no room, the event is
-// not counted. Runs at commit too (pending events): it raises no error.
-void apply(const char* name, dlock::LeaseEvent event, Micros time,
+// not counted. Returns false if the name was not there and not added.
+// Runs at commit too (pending events): it raises no error.
+bool apply(const char* name, dlock::LeaseEvent event, Micros time,
            bool may_add) {
   StatsKey key = key_of(MyDatabaseId, name);
   LWLockAcquire(shared->lock, LW_SHARED);
@@ -169,10 +175,10 @@ void apply(const char* name, dlock::LeaseEvent event, Micros time,
     dlock::record(e->counters, event, time);
     SpinLockRelease(&e->mutex);
     LWLockRelease(shared->lock);
-    return;
+    return true;
   }
   LWLockRelease(shared->lock);
-  if (!may_add) return;
+  if (!may_add) return false;
   LWLockAcquire(shared->lock, LW_EXCLUSIVE);
   // Another backend may have added it between the two locks.
   if (StatsEntry* e = find(key)) {
@@ -183,6 +189,14 @@ void apply(const char* name, dlock::LeaseEvent event, Micros time,
     }
   }
   LWLockRelease(shared->lock);
+  return true;
+}
+
+// Whether `name` has a lease or holder row this transaction sees: a grant
+// of it committed (or is this transaction's own).
+bool has_lease_row(const char* name) {
+  return read_lease(name).has_value() ||
+         read_holders(name, Seen::snapshot).count > 0;
 }
 
 // Events that end or start a grant, queued until their transaction's
@@ -312,10 +326,12 @@ void count_event(const char* name, dlock::LeaseEvent event, Micros time) {
       queue_event(name, event, time);
       return;
     case dlock::Counted::now:
-      apply(name, event, time, true);
+      (void)apply(name, event, time, true);
       return;
-    case dlock::Counted::now_if_known:
-      apply(name, event, time, false);
+    case dlock::Counted::now_if_real:
+      if (!apply(name, event, time, false) && has_lease_row(name)) {
+        (void)apply(name, event, time, true);
+      }
       return;
   }
 }

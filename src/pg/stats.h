@@ -4,8 +4,9 @@
 // when dlock is in shared_preload_libraries; otherwise nothing is counted
 // and dlock.stats_status() says why. The events of a grant's row count
 // when its transaction commits (a rolled-back grant adds no name); busy
-// answers and waits count at once; a refused renewal only for a name
-// counted already (src/core/lease_stats.h, when_counted).
+// answers and waits count at once; a refused renewal too, but it adds a
+// name only if the name has a lease row (src/core/lease_stats.h,
+// when_counted).
 #pragma once
 
 #include "../core/duration.h"

@@ -200,5 +200,19 @@ is( $node->safe_psql(
 SELECT count(*), sum(grants), sum(releases) FROM dlock.stats WHERE name LIKE 'used-%'}),
 	'20|100|100', 'every name used ten times survives the burst');
 
+# A lease held all along (hot, granted before the restart, so uncounted
+# since): a refused renewal of it adds its name, since it has a lease
+# row, and a busy answer counts.
+my ($renew_stdout, $renew_stderr);
+$node->psql('postgres', q{SELECT dlock.renew('hot', 999999)},
+	stdout => \$renew_stdout, stderr => \$renew_stderr);
+like($renew_stderr, qr/ERROR/, 'a renewal of hot with a token never issued is refused');
+is( $node->safe_psql(
+		'postgres', q{SELECT dlock.try_acquire('hot', '1 min', 'b') IS NULL}),
+	't', 'busy: hot is held');
+is( $node->safe_psql(
+		'postgres', q{SELECT grants, busy, renew_failures, holders FROM dlock.stats WHERE name = 'hot'}),
+	'0|1|1|1', 'the refused renewal added hot, which has a lease row; the busy answer counts');
+
 $node->stop;
 done_testing();

@@ -128,8 +128,9 @@ TEST(LeaseStats, ARowsEventsWaitForTheCommit) {
   EXPECT_EQ(when_counted(LeaseEvent::wait_started), Counted::now);
   EXPECT_EQ(when_counted(LeaseEvent::wait_granted), Counted::now);
   EXPECT_EQ(when_counted(LeaseEvent::wait_timed_out), Counted::now);
-  // Anyone can renew a made-up name: that adds no name.
-  EXPECT_EQ(when_counted(LeaseEvent::renew_failure), Counted::now_if_known);
+  // At once, but a name without a lease row is not added: anyone can
+  // renew a made-up name.
+  EXPECT_EQ(when_counted(LeaseEvent::renew_failure), Counted::now_if_real);
 }
 
 TEST(LeaseStats, TheMedianIsTheUsageHalfWayUp) {
