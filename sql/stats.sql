@@ -47,7 +47,7 @@ SELECT s.force_releases, s.releases, s.holders,
 SELECT token AS t FROM dlock.try_acquire('st-forced', '1 min', 'a', min_hold => '1 min') \gset
 SELECT dlock.release('st-forced', :t, 'a') AS released;
 SELECT dlock.force_release('st-forced', 'inside min_hold') IS NOT NULL AS forced;
-SELECT grants, releases, force_releases FROM dlock.stats WHERE name = 'st-forced';
+SELECT grants, releases, force_releases, lapses FROM dlock.stats WHERE name = 'st-forced';
 
 -- A takeover after expiry: the new grant counts, and the expired one's
 -- hold time runs from its grant to its expiry.
@@ -56,7 +56,8 @@ SELECT regress.expire('st-takeover');
 SELECT extract(epoch FROM expires_at - acquired_at) * 1000 AS expired_hold
   FROM dlock.lease_store WHERE name = 'st-takeover' \gset
 SELECT token > :t AS newer FROM dlock.try_acquire('st-takeover', '1 min', 'b');
-SELECT grants, takeovers, releases, max_hold_time = :expired_hold AS hold_exact, holders
+SELECT grants, takeovers, releases, max_hold_time = :expired_hold AS hold_exact, holders,
+       lapses
   FROM dlock.stats WHERE name = 'st-takeover';
 
 -- acquire: a wait that times out, and one granted when the holder's
@@ -98,11 +99,89 @@ SELECT name, grants, busy FROM dlock.stats WHERE name LIKE 'st-m%' ORDER BY name
 SELECT dlock.release_all('a') AS released;
 SELECT name, releases, holders FROM dlock.stats WHERE name LIKE 'st-m%' ORDER BY name;
 
--- Counting is not transactional: a grant rolled back has been counted.
+-- Lapses: grants that expired unreleased, counted once each, when the
+-- server ends their row. Taken over by the same owner (a new token):
+SELECT token AS t FROM dlock.try_acquire('st-lapse-same', '1 min', 'a') \gset
+SELECT regress.expire('st-lapse-same');
+SELECT token > :t AS new_token FROM dlock.try_acquire('st-lapse-same', '1 min', 'a');
+SELECT grants, takeovers, lapses, releases FROM dlock.stats WHERE name = 'st-lapse-same';
+-- Force-released after its expiry: a force-release and a lapse.
+SELECT token AS t FROM dlock.try_acquire('st-lapse-forced', '1 min', 'a') \gset
+SELECT regress.expire('st-lapse-forced');
+SELECT dlock.force_release('st-lapse-forced', 'expired') IS NOT NULL AS forced;
+SELECT grants, force_releases, lapses, takeovers FROM dlock.stats WHERE name = 'st-lapse-forced';
+-- A takeover rolled back counts nothing; the one that commits counts the
+-- lapse once.
+SELECT token AS t FROM dlock.try_acquire('st-lapse-once', '1 min', 'a') \gset
+SELECT regress.expire('st-lapse-once');
+BEGIN;
+SELECT token > :t AS took_over FROM dlock.try_acquire('st-lapse-once', '1 min', 'b');
+ROLLBACK;
+SELECT grants, takeovers, lapses FROM dlock.stats WHERE name = 'st-lapse-once';
+SELECT token > :t AS took_over FROM dlock.try_acquire('st-lapse-once', '1 min', 'b');
+SELECT grants, takeovers, lapses FROM dlock.stats WHERE name = 'st-lapse-once';
+-- Two readers that expired, taken over by a writer: two lapses.
+SELECT count(*) AS granted FROM (
+    SELECT dlock.try_acquire('st-lapse-shared', '1 min', 'r' || i, shared => true) AS l
+      FROM generate_series(1, 2) AS i) AS g WHERE l IS NOT NULL;
+SELECT regress.expire('st-lapse-shared', holder_token => token)
+  FROM dlock.lease_holders WHERE name = 'st-lapse-shared' ORDER BY token;
+SELECT token > 0 AS writer FROM dlock.try_acquire('st-lapse-shared', '1 min', 'w');
+SELECT grants, takeovers, lapses FROM dlock.stats WHERE name = 'st-lapse-shared';
+-- Swept after its expiry: a lapse; a released row swept is none, and a
+-- row swept once is gone.
+SELECT token AS t FROM dlock.try_acquire('st-lapse-swept', '1 min', 'a') \gset
+SELECT regress.expire('st-lapse-swept', past_delay => true);
+SELECT token AS t FROM dlock.try_acquire('st-released-swept', '1 min', 'a') \gset
+SELECT dlock.release('st-released-swept', :t, 'a') AS released;
+SELECT dlock.sweep('0 s') > 0 AS swept;
+SELECT count(*) AS rows_left FROM dlock.lease_store
+ WHERE name IN ('st-lapse-swept', 'st-released-swept');
+SELECT dlock.sweep('0 s') AS swept_again;
+SELECT name, grants, releases, lapses FROM dlock.stats
+ WHERE name IN ('st-lapse-swept', 'st-released-swept') ORDER BY name;
+
+-- A grant's events count at its commit: one rolled back, or in a
+-- savepoint rolled back, adds no name and counts nothing; one in a
+-- savepoint released counts at the commit.
 BEGIN;
 SELECT token > 0 AS granted FROM dlock.try_acquire('st-rolled-back', '1 min', 'a');
+SELECT count(*) AS before_commit FROM dlock.stats WHERE name = 'st-rolled-back';
 ROLLBACK;
-SELECT grants, holders FROM dlock.stats WHERE name = 'st-rolled-back';
+SELECT count(*) AS counted FROM dlock.stats WHERE name = 'st-rolled-back';
+BEGIN;
+SELECT count(*) AS granted FROM (
+    SELECT dlock.try_acquire('st-burst-' || i, '1 min', 'a') AS l
+      FROM generate_series(1, 400) AS i) AS g WHERE l IS NOT NULL;
+ROLLBACK;
+SELECT count(*) AS counted FROM dlock.stats WHERE name LIKE 'st-burst-%';
+BEGIN;
+SELECT token > 0 AS granted FROM dlock.try_acquire('st-sp-kept', '1 min', 'a');
+SAVEPOINT s;
+SELECT token > 0 AS granted FROM dlock.try_acquire('st-sp-gone', '1 min', 'a');
+ROLLBACK TO SAVEPOINT s;
+SAVEPOINT s2;
+SELECT token > 0 AS granted FROM dlock.try_acquire('st-sp-released', '1 min', 'a');
+RELEASE SAVEPOINT s2;
+SELECT count(*) AS before_commit FROM dlock.stats WHERE name LIKE 'st-sp-%';
+COMMIT;
+SELECT name, grants, holders FROM dlock.stats WHERE name LIKE 'st-sp-%' ORDER BY name;
+-- A transaction whose only grant was in a savepoint rolled back, then
+-- the next one's grants: counted, each once.
+BEGIN;
+SAVEPOINT s;
+SELECT token > 0 AS granted FROM dlock.try_acquire('st-sp-only', '1 min', 'a');
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT count(*) AS granted FROM (
+    SELECT dlock.try_acquire('st-next-' || i, '1 min', 'a') AS l
+      FROM generate_series(1, 40) AS i) AS g WHERE l IS NOT NULL;
+SELECT count(*) AS names, sum(grants) AS grants FROM dlock.stats
+ WHERE name = 'st-sp-only' OR name LIKE 'st-next-%';
+-- A renewal of a name never granted is refused and adds no name; anyone
+-- may call it, with any name.
+SELECT code FROM regress.error_of($$SELECT dlock.renew('st-made-up', 12345)$$);
+SELECT count(*) AS counted FROM dlock.stats WHERE name = 'st-made-up';
 
 -- dlock.track_stats = off counts nothing.
 SET dlock.track_stats = off;
@@ -115,14 +194,14 @@ RESET dlock.track_stats;
 SELECT t.grants = s.grants AND t.busy = s.busy AND t.releases = s.releases
        AND t.waits = s.waits AND t.takeovers = s.takeovers
        AND t.force_releases = s.force_releases AND t.renew_failures = s.renew_failures
-       AND t.max_hold_time = s.max_hold AS sums,
+       AND t.max_hold_time = s.max_hold AND t.lapses = s.lapses AS sums,
        t.grants, t.busy, t.waits, t.wait_timeouts, t.takeovers, t.force_releases,
-       t.renew_failures, t.releases, t.holders, t.names, t.evictions
+       t.renew_failures, t.releases, t.holders, t.names, t.evictions, t.lapses
   FROM dlock.stats_totals AS t,
        (SELECT sum(grants) AS grants, sum(busy) AS busy, sum(releases) AS releases,
                sum(waits) AS waits, sum(takeovers) AS takeovers,
                sum(force_releases) AS force_releases, sum(renew_failures) AS renew_failures,
-               max(max_hold_time) AS max_hold
+               max(max_hold_time) AS max_hold, sum(lapses) AS lapses
           FROM dlock.stats) AS s;
 
 -- Only administrators reset; everyone reads.
@@ -139,4 +218,4 @@ RESET ROLE;
 REVOKE USAGE ON SCHEMA regress FROM regress_stats_reader;
 DROP ROLE regress_stats_reader;
 SELECT count(*) AS names FROM dlock.stats;
-SELECT grants, holders, names, evictions FROM dlock.stats_totals;
+SELECT grants, holders, names, evictions, lapses FROM dlock.stats_totals;

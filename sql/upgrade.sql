@@ -60,7 +60,7 @@ BEGIN
     RETURN (SELECT extversion FROM pg_extension WHERE extname = 'dlock');
 END $$;
 SELECT v AS from_version, regress.update_from(v) AS updated_to
-  FROM unnest(ARRAY['0.1.0', '0.2.0', '0.3.0', '0.4.0', '0.5.0', '0.6.0', '0.7.0']) AS v;
+  FROM unnest(ARRAY['0.1.0', '0.2.0', '0.3.0', '0.4.0', '0.5.0', '0.6.0', '0.7.0', '0.8.0']) AS v;
 
 DROP EXTENSION dlock;
 -- Nothing is left behind: no schema, no object, no trigger function.
@@ -137,6 +137,34 @@ SELECT dlock.try_acquire('from-0.7.0', '1 min', 'other') IS NULL AS busy;
 ALTER EXTENSION dlock UPDATE;
 SELECT token = :from_070_token AS same_token, state FROM dlock.leases WHERE name = 'from-0.7.0';
 SELECT dlock.release('from-0.7.0', :from_070_token, 'w') AS released;
+-- 0.9.0 adds lapses to the statistics: this library serves 0.8.0's
+-- dlock.stats and dlock.stats_totals as they are (without the column)
+-- until the update, which adds the column last, keeps what users granted
+-- on the views and their views of them, and shows the lapses counted
+-- before it. A lease taken before the update stays held across it.
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock VERSION '0.8.0';
+SELECT token AS from_080_token FROM dlock.try_acquire('from-0.8.0', '1 min', 'w') \gset
+SELECT regress.expire('from-0.8.0');
+SELECT token AS from_080_token FROM dlock.try_acquire('from-0.8.0', '1 min', 'other') \gset
+CREATE VIEW regress.my_stats AS SELECT name, grants FROM dlock.stats;
+REVOKE SELECT ON dlock.stats_totals FROM PUBLIC;
+SELECT name, grants, takeovers, holders FROM dlock.stats WHERE name = 'from-0.8.0';
+SELECT count(*) AS stats_columns FROM pg_attribute
+ WHERE attrelid = 'dlock.stats'::regclass AND attnum > 0;
+SELECT grants >= 2 AS totals_read FROM dlock.stats_totals;
+ALTER EXTENSION dlock UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'dlock';
+SELECT token = :from_080_token AS same_token, state FROM dlock.leases WHERE name = 'from-0.8.0';
+SELECT name, grants, takeovers, holders, lapses FROM dlock.stats WHERE name = 'from-0.8.0';
+SELECT attname FROM pg_attribute
+ WHERE attrelid = 'dlock.stats'::regclass AND attnum > 0 ORDER BY attnum DESC LIMIT 2;
+SELECT lapses >= 1 AS totals_lapses FROM dlock.stats_totals;
+SELECT * FROM regress.my_stats WHERE name = 'from-0.8.0';
+SELECT count(*) AS public_grants FROM pg_class, aclexplode(relacl) AS a
+ WHERE oid = 'dlock.stats_totals'::regclass AND a.grantee = 0;
+DROP VIEW regress.my_stats;
+SELECT dlock.release('from-0.8.0', :from_080_token, 'other') AS released;
 
 -- An update that replaces a function's signature (dlock.replace_function)
 -- carries over what users granted and revoked on the old one, and the new

@@ -14,6 +14,25 @@ void add_time(Micros& total, Micros& max, Micros time) {
 
 }  // namespace
 
+Counted when_counted(LeaseEvent event) {
+  switch (event) {
+    case LeaseEvent::grant:
+    case LeaseEvent::takeover:
+    case LeaseEvent::release:
+    case LeaseEvent::force_release:
+    case LeaseEvent::lapse:
+      return Counted::at_commit;
+    case LeaseEvent::busy:
+    case LeaseEvent::wait_started:
+    case LeaseEvent::wait_granted:
+    case LeaseEvent::wait_timed_out:
+      return Counted::now;
+    case LeaseEvent::renew_failure:
+      return Counted::now_if_real;
+  }
+  return Counted::now_if_real;
+}
+
 Micros hold_time(Micros acquired_at, Micros expires_at, Micros ended_at) {
   return std::min(expires_at, ended_at) - acquired_at;
 }
@@ -52,7 +71,22 @@ void record(LeaseCounters& c, LeaseEvent event, Micros time) {
     case LeaseEvent::renew_failure:
       ++c.renew_failures;
       return;
+    case LeaseEvent::lapse:
+      ++c.lapses;
+      return;
   }
+}
+
+void record_first(LeaseCounters& c, LeaseEvent event, Micros time,
+                  double median) {
+  record(c, event, time);
+  c.usage = median > 0 ? median : 1;
+}
+
+double median_usage(double* usages, std::size_t n) {
+  if (n == 0) return 0;
+  std::nth_element(usages, usages + n / 2, usages + n);
+  return usages[n / 2];
 }
 
 void merge(LeaseCounters& into, const LeaseCounters& from) {
@@ -68,6 +102,7 @@ void merge(LeaseCounters& into, const LeaseCounters& from) {
   into.releases += from.releases;
   into.total_hold = saturated_sum(into.total_hold, from.total_hold);
   into.max_hold = std::max(into.max_hold, from.max_hold);
+  into.lapses += from.lapses;
   into.usage += from.usage;
 }
 

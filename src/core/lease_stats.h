@@ -27,6 +27,7 @@ struct LeaseCounters {
   int64_t releases = 0;        // grants ended by release or release_all
   Micros total_hold = 0;       // grants ended by a release, a force-release
   Micros max_hold = 0;         // or a takeover, from grant to end
+  int64_t lapses = 0;          // grants that expired unreleased (see lapse)
   double usage = 0;            // events, aged at each eviction (not shown)
 };
 
@@ -41,7 +42,20 @@ enum class LeaseEvent {
   force_release,   // an unreleased grant ended by force_release, held
                    // for `time`
   renew_failure,   // a renewal refused: the token did not hold
+  lapse,           // a grant that expired unreleased, counted once, when
+                   // its row ends: taken over (by any owner, the same
+                   // one included), force-released or swept after its
+                   // expiry
 };
+
+// When an event is counted. The events of a grant's row (its grant, and
+// how it ended) wait for the transaction's commit: a rolled-back grant
+// adds no name and counts nothing, and a lapse is counted once. A busy
+// answer or a wait is counted at once: someone holds the lease (or is
+// writing its grant). A refused renewal is counted at once, but adds a
+// name only if the name has a lease row: anyone can renew a made-up name.
+enum class Counted { at_commit, now, now_if_real };
+Counted when_counted(LeaseEvent event);
 
 // How long a grant from `acquired_at` to `expires_at` was held when it
 // ended at `ended_at`: never past its expiry (a takeover, or a
@@ -51,6 +65,18 @@ Micros hold_time(Micros acquired_at, Micros expires_at, Micros ended_at);
 // Adds one event to `c`. A time below 0 (the wall clock stepped back)
 // counts as 0; sums saturate.
 void record(LeaseCounters& c, LeaseEvent event, Micros time = 0);
+
+// Counts the first event of a name new to the table: as record(), but its
+// usage starts at `median` (median_usage() at the last eviction; 1 before
+// any), as pg_stat_statements does, so that names new to a full table
+// rank in its middle, never above a name used more, and a burst of new
+// names each used once evicts its own before the names used more.
+void record_first(LeaseCounters& c, LeaseEvent event, Micros time,
+                  double median);
+
+// The median of `n` usages (the one at n / 2 in ascending order, as
+// pg_stat_statements takes it); 0 if there are none. Reorders `usages`.
+double median_usage(double* usages, std::size_t n);
 
 // Adds `from` into `into`: sums, and the larger maximum.
 void merge(LeaseCounters& into, const LeaseCounters& from);

@@ -96,19 +96,33 @@ SavedPlan sweepable = {
     {TIMESTAMPTZOID, INT4OID},
     nullptr};
 
-// Deletes the rows of lease $2 still free since before $1.
+// Deletes the rows of lease $2 still free since before $1; for each,
+// whether it expired unreleased (a lapse).
 SavedPlan sweep_lease = {
     "DELETE FROM dlock.lease_store AS s"
-    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_SWEEPABLE_ROW,
+    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_SWEEPABLE_ROW
+    " RETURNING s.released_at IS NULL",
     2,
     {TIMESTAMPTZOID, TEXTOID},
     nullptr};
 SavedPlan sweep_holders = {
     "DELETE FROM dlock.lease_holders AS s"
-    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_SWEEPABLE_ROW,
+    " WHERE s.name OPERATOR(pg_catalog.=) $2 AND " DLOCK_SWEEPABLE_ROW
+    " RETURNING s.released_at IS NULL",
     2,
     {TIMESTAMPTZOID, TEXTOID},
     nullptr};
+
+// The rows the last sweep plan deleted that had lapsed: counted.
+void count_swept_lapses(const char* name, uint64 deleted) {
+  for (uint64 row = 0; row < deleted; ++row) {
+    bool isnull;
+    Datum unreleased = result_value(row, 1, &isnull);
+    if (!isnull && DatumGetBool(unreleased)) {
+      count_event(name, dlock::LeaseEvent::lapse);
+    }
+  }
+}
 
 // Runs a plan that returns lease rows (DLOCK_LEASE_COLUMNS, or
 // DLOCK_HOLDER_COLUMNS if `holders`), as the table owner; the rows,
@@ -180,6 +194,10 @@ DLOCK_FUNCTION(dlock_force_release) {
       notify_force_released(name, ended.token, reason);
       count_event(name, dlock::LeaseEvent::force_release,
                   dlock::hold_time(ended.acquired_at, ended.expires_at, now));
+      // Expired before anyone released it: a lapse too.
+      if (ended.expires_at <= now) {
+        count_event(name, dlock::LeaseEvent::lapse);
+      }
     }
     ereport(
         log_grants ? LOG : DEBUG1,
@@ -263,8 +281,11 @@ DLOCK_FUNCTION(dlock_sweep) {
     LOCKTAG gate = gate_tag(names[i]);
     if (!try_gate(gate)) continue;
     Datum del[2] = {TimestampTzGetDatum(before), CStringGetTextDatum(names[i])};
-    deleted += static_cast<int64>(run_plan(sweep_lease, del, "  "));
-    deleted += static_cast<int64>(run_plan(sweep_holders, del, "  "));
+    uint64 leases = run_plan(sweep_lease, del, "  ");
+    count_swept_lapses(names[i], leases);
+    uint64 holders = run_plan(sweep_holders, del, "  ");
+    count_swept_lapses(names[i], holders);
+    deleted += static_cast<int64>(leases + holders);
   }
   owner_spi_finish(spi);
   PG_RETURN_INT64(deleted);

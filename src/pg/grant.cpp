@@ -178,12 +178,13 @@ bool takes_over(Grant kind, const std::optional<LeaseRow>& row) {
 
 // A new grant (token new_token, at `now`) ended `old`, which expired
 // unreleased: its holder is told (lease_ended.h), and it counts as a
-// takeover.
+// takeover and a lapse.
 void taken_over(const char* name, const LeaseRow& old, int64 new_token,
                 Micros now) {
   notify_taken_over(name, old.token, new_token);
   count_event(name, dlock::LeaseEvent::takeover,
               dlock::hold_time(old.acquired_at, old.expires_at, now));
+  count_event(name, dlock::LeaseEvent::lapse);
 }
 
 // Deletes the holder rows that no longer occupy the name, before a new

@@ -1,12 +1,17 @@
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 
 #include "../core/arguments.h"
 #include "../core/duration.h"
+#include "../core/holders.h"
+#include "../core/lease_rules.h"
 #include "../core/lease_stats.h"
 
 #include "stats.h"
 #include "boundary.h"
+#include "holder_rows.h"
+#include "lease_row.h"
 #include "settings.h"
 
 namespace dlock::pg {
@@ -35,6 +40,8 @@ DLOCK_PLAIN_STRUCT(StatsEntry);
 struct StatsShared {
   LWLock* lock;  // shared: counting and reading; exclusive: adding, removing
   TimestampTz started_at;
+  double median_usage;  // of the names left by the last eviction: where a
+                        // new name's usage starts (lock held exclusive)
 };
 DLOCK_PLAIN_STRUCT(StatsShared);
 
@@ -64,6 +71,7 @@ static void attach_memory() {
   if (!found) {
     shared->lock = &GetNamedLWLockTranche(kStatsTranche)->lock;
     shared->started_at = GetCurrentTimestamp();
+    shared->median_usage = 0;
   }
   HASHCTL info;
   info.keysize = sizeof(StatsKey);
@@ -94,11 +102,21 @@ bool by_usage(const StatsEntry* a, const StatsEntry* b) {
 }
 
 // Makes room: ages every name's usage and removes the least used names,
-// whatever their database, keeping their counts in their database's entry.
-// Lock held exclusive.
+// whatever their database, keeping their counts in their database's entry;
+// the median usage of those left is where new names start. Lock held
+// exclusive. Runs at commit too (pending events): it raises no error, and
+// without memory for its arrays evicts nothing.
 void evict() {
   long n = hash_get_num_entries(entries);
-  auto** all = static_cast<StatsEntry**>(palloc(sizeof(StatsEntry*) * n));
+  auto** all = static_cast<StatsEntry**>(MemoryContextAllocExtended(
+      CurrentMemoryContext, sizeof(StatsEntry*) * (n + 1), MCXT_ALLOC_NO_OOM));
+  auto* usages = static_cast<double*>(MemoryContextAllocExtended(
+      CurrentMemoryContext, sizeof(double) * (n + 1), MCXT_ALLOC_NO_OOM));
+  if (all == nullptr || usages == nullptr) {
+    if (all != nullptr) pfree(all);
+    if (usages != nullptr) pfree(usages);
+    return;
+  }
   HASH_SEQ_STATUS scan;
   hash_seq_init(&scan, entries);
   long i = 0;
@@ -116,6 +134,12 @@ void evict() {
     }
     (void)hash_search(entries, &all[k]->key, HASH_REMOVE, nullptr);
   }
+  long left = 0;
+  for (long k = static_cast<long>(gone); k < i; ++k) {
+    usages[left++] = all[k]->counters.usage;
+  }
+  shared->median_usage = dlock::median_usage(usages, left);
+  pfree(usages);
   pfree(all);
 }
 
@@ -137,23 +161,120 @@ StatsEntry* add(const StatsKey& key, TimestampTz since) {
   return e;
 }
 
-// The entry of `name` in this database, added if new (with the database's
-// own entry first). Returns with the lock held shared; NULL (lock not
-// held) if there is no room.
-StatsEntry* entry_of(const char* name) {
+// Counts `event` of `name` in this database. A name not in the table is
+// added only if `may_add` (with the database's own entry first), its usage
+// starting at the median (record_first); if there is no room, the event is
+// not counted. Returns false if the name was not there and not added.
+// Runs at commit too (pending events): it raises no error.
+bool apply(const char* name, dlock::LeaseEvent event, Micros time,
+           bool may_add) {
   StatsKey key = key_of(MyDatabaseId, name);
-  for (;;) {
-    LWLockAcquire(shared->lock, LW_SHARED);
-    if (StatsEntry* e = find(key)) return e;
+  LWLockAcquire(shared->lock, LW_SHARED);
+  if (StatsEntry* e = find(key)) {
+    SpinLockAcquire(&e->mutex);
+    dlock::record(e->counters, event, time);
+    SpinLockRelease(&e->mutex);
     LWLockRelease(shared->lock);
-    LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-    bool added = add(key_of(MyDatabaseId, ""), shared->started_at) != nullptr &&
-                 add(key, GetCurrentTimestamp()) != nullptr;
-    // Counting needs the lock shared only; a reset or an eviction may come
-    // between, and then the name is added again.
-    LWLockRelease(shared->lock);
-    if (!added) return nullptr;
+    return true;
   }
+  LWLockRelease(shared->lock);
+  if (!may_add) return false;
+  LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+  // Another backend may have added it between the two locks.
+  if (StatsEntry* e = find(key)) {
+    dlock::record(e->counters, event, time);
+  } else if (add(key_of(MyDatabaseId, ""), shared->started_at) != nullptr) {
+    if (StatsEntry* added = add(key, GetCurrentTimestamp())) {
+      dlock::record_first(added->counters, event, time, shared->median_usage);
+    }
+  }
+  LWLockRelease(shared->lock);
+  return true;
+}
+
+// Whether `name` has a lease or holder row this transaction sees: a grant
+// of it committed (or is this transaction's own).
+bool has_lease_row(const char* name) {
+  return read_lease(name).has_value() ||
+         read_holders(name, Seen::snapshot).count > 0;
+}
+
+// Events that end or start a grant, queued until their transaction's
+// outcome is known: counted when it commits (or is prepared), forgotten
+// when it, or the subtransaction that queued them, aborts. So a name gets
+// an entry only for a grant that committed, and a lapse is counted once
+// per grant even when the takeover that found it is rolled back and
+// retried. Kept in TopTransactionContext: plain data.
+struct PendingEvent {
+  char name[dlock::kMaxNameBytes + 1];
+  dlock::LeaseEvent event;
+  Micros time;
+  SubTransactionId subxact;
+};
+DLOCK_PLAIN_STRUCT(PendingEvent);
+
+PendingEvent* pending = nullptr;
+int pending_count = 0;
+int pending_room = 0;
+bool callbacks_registered = false;
+
+void forget_pending() {
+  pending = nullptr;  // TopTransactionContext frees it
+  pending_count = 0;
+  pending_room = 0;
+}
+
+extern "C" {
+static void on_stats_xact(XactEvent event, void*) {
+  // The array goes with TopTransactionContext at every transaction's end,
+  // empty or not (a subtransaction's abort may have emptied it).
+  if (pending == nullptr) return;
+  if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE) {
+    for (int i = 0; i < pending_count; ++i) {
+      apply(pending[i].name, pending[i].event, pending[i].time, true);
+    }
+    forget_pending();
+  } else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+             event == XACT_EVENT_PARALLEL_COMMIT) {
+    forget_pending();
+  }
+}
+
+static void on_stats_subxact(SubXactEvent event, SubTransactionId subxact,
+                             SubTransactionId parent, void*) {
+  if (event == SUBXACT_EVENT_COMMIT_SUB) {
+    for (int i = 0; i < pending_count; ++i) {
+      if (pending[i].subxact == subxact) pending[i].subxact = parent;
+    }
+  } else if (event == SUBXACT_EVENT_ABORT_SUB) {
+    int kept = 0;
+    for (int i = 0; i < pending_count; ++i) {
+      if (pending[i].subxact != subxact) pending[kept++] = pending[i];
+    }
+    pending_count = kept;
+  }
+}
+}  // extern "C"
+
+void queue_event(const char* name, dlock::LeaseEvent event, Micros time) {
+  if (!callbacks_registered) {
+    RegisterXactCallback(on_stats_xact, nullptr);
+    RegisterSubXactCallback(on_stats_subxact, nullptr);
+    callbacks_registered = true;
+  }
+  if (pending_count == pending_room) {
+    int room = pending_room == 0 ? 16 : pending_room * 2;
+    pending = static_cast<PendingEvent*>(
+        pending == nullptr ? MemoryContextAlloc(TopTransactionContext,
+                                                sizeof(PendingEvent) * room)
+                           : repalloc(pending, sizeof(PendingEvent) * room));
+    pending_room = room;
+  }
+  PendingEvent& p = pending[pending_count++];
+  strlcpy(p.name, name, sizeof(p.name));
+  p.event = event;
+  p.time = time;
+  p.subxact = GetCurrentSubTransactionId();
 }
 
 dlock::LeaseCounters counters_of(StatsEntry* e) {
@@ -165,7 +286,8 @@ dlock::LeaseCounters counters_of(StatsEntry* e) {
 
 double ms(Micros us) { return static_cast<double>(us) / 1000.0; }
 
-// The counters as the views show them: 12 columns from values[0].
+// The counters as the views show them: 12 columns from values[0]; since
+// 0.9.0, lapses is the functions' last column (lapse_column()).
 void counter_values(const dlock::LeaseCounters& c, Datum* values) {
   values[0] = Int64GetDatum(c.grants);
   values[1] = Int64GetDatum(c.busy);
@@ -182,6 +304,12 @@ void counter_values(const dlock::LeaseCounters& c, Datum* values) {
 }
 constexpr int kCounterColumns = 12;
 
+// 0.9.0 appended lapses to the functions' columns. The library serves
+// 0.8.0's SQL objects too, until ALTER EXTENSION dlock UPDATE: their
+// functions' tuple descriptor (the caller's, InitMaterializedSRF) lacks the
+// last column, and tuplestore_putvalues() reads only as many values as it
+// has columns.
+
 }  // namespace
 
 void request_stats_memory() {
@@ -193,12 +321,19 @@ void request_stats_memory() {
 
 void count_event(const char* name, dlock::LeaseEvent event, Micros time) {
   if (shared == nullptr || !track_stats) return;
-  StatsEntry* e = entry_of(name);
-  if (e == nullptr) return;
-  SpinLockAcquire(&e->mutex);
-  dlock::record(e->counters, event, time);
-  SpinLockRelease(&e->mutex);
-  LWLockRelease(shared->lock);
+  switch (dlock::when_counted(event)) {
+    case dlock::Counted::at_commit:
+      queue_event(name, event, time);
+      return;
+    case dlock::Counted::now:
+      (void)apply(name, event, time, true);
+      return;
+    case dlock::Counted::now_if_real:
+      if (!apply(name, event, time, false) && has_lease_row(name)) {
+        (void)apply(name, event, time, true);
+      }
+      return;
+  }
 }
 
 }  // namespace dlock::pg
@@ -216,8 +351,8 @@ DLOCK_FUNCTION(dlock_stats_status) {
 }
 
 // dlock.lease_stats() RETURNS SETOF record: a row per name of this
-// database counted (name, the counters, stats_since); none when dlock is
-// not preloaded.
+// database counted (name, the counters, stats_since, and since 0.9.0
+// lapses); none when dlock is not preloaded.
 DLOCK_FUNCTION(dlock_lease_stats) {
   InitMaterializedSRF(fcinfo, 0);
   if (shared == nullptr) return static_cast<Datum>(0);
@@ -229,11 +364,13 @@ DLOCK_FUNCTION(dlock_lease_stats) {
     if (e->key.dbid != MyDatabaseId || dlock::pg::is_database_entry(e)) {
       continue;
     }
-    Datum values[dlock::pg::kCounterColumns + 2];
-    bool nulls[dlock::pg::kCounterColumns + 2] = {false};
+    Datum values[dlock::pg::kCounterColumns + 3];
+    bool nulls[dlock::pg::kCounterColumns + 3] = {false};
+    dlock::LeaseCounters c = dlock::pg::counters_of(e);
     values[0] = CStringGetTextDatum(e->key.name);
-    dlock::pg::counter_values(dlock::pg::counters_of(e), values + 1);
+    dlock::pg::counter_values(c, values + 1);
     values[dlock::pg::kCounterColumns + 1] = TimestampTzGetDatum(e->since);
+    values[dlock::pg::kCounterColumns + 2] = Int64GetDatum(c.lapses);
     tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
   }
   LWLockRelease(shared->lock);
@@ -242,14 +379,15 @@ DLOCK_FUNCTION(dlock_lease_stats) {
 
 // dlock.lease_stats_totals() RETURNS SETOF record: one row for this
 // database (the counters over its names, evicted ones included; names,
-// max_names, evictions, stats_reset), none when dlock is not preloaded.
+// max_names, evictions, stats_reset, and since 0.9.0 lapses), none when
+// dlock is not preloaded.
 DLOCK_FUNCTION(dlock_lease_stats_totals) {
   InitMaterializedSRF(fcinfo, 0);
   if (shared == nullptr) return static_cast<Datum>(0);
   auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
   constexpr int n = dlock::pg::kCounterColumns + 4;
-  Datum values[n];
-  bool nulls[n] = {false};
+  Datum values[n + 1];
+  bool nulls[n + 1] = {false};
   dlock::LeaseCounters total;
   int32 names = 0;
   int64 evictions = 0;
@@ -273,6 +411,7 @@ DLOCK_FUNCTION(dlock_lease_stats_totals) {
   values[n - 3] = Int32GetDatum(dlock::pg::stats_max);
   values[n - 2] = Int64GetDatum(evictions);
   values[n - 1] = TimestampTzGetDatum(reset);
+  values[n] = Int64GetDatum(total.lapses);  // 0.9.0's last column
   tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
   return static_cast<Datum>(0);
 }

@@ -2,9 +2,11 @@
 // each database in shared memory, at most dlock.stats_max entries; each
 // database sees and resets its own. The memory exists only
 // when dlock is in shared_preload_libraries; otherwise nothing is counted
-// and dlock.stats_status() says why. Counting is not transactional: a
-// grant whose transaction rolls back has been counted (as in
-// pg_stat_statements).
+// and dlock.stats_status() says why. The events of a grant's row count
+// when its transaction commits (a rolled-back grant adds no name); busy
+// answers and waits count at once; a refused renewal too, but it adds a
+// name only if the name has a lease row (src/core/lease_stats.h,
+// when_counted).
 #pragma once
 
 #include "../core/duration.h"
@@ -19,7 +21,8 @@ namespace dlock::pg {
 void request_stats_memory();
 
 // Counts `event` of lease `name` (`time` as record() reads it), if
-// statistics are on.
+// statistics are on: now, or at the commit of the transaction (see
+// dlock::when_counted).
 void count_event(const char* name, dlock::LeaseEvent event, Micros time = 0);
 
 }  // namespace dlock::pg

@@ -76,6 +76,13 @@ my $batch_done = server_now();
 is(as_app(q{SELECT token FROM dlock.try_acquire('report', '1 h', 'intruder')}), '',
 	"busy ($_)") for 1 .. 3;
 
+# A grant of lapsed that expires unreleased (a direct write: no test
+# waits for the clock), then swept: one lapse.
+my ($lapsed_token) = grant('lapsed', 'lapsed-1', q{'1 h'});
+server(qq{UPDATE dlock.lease_store SET expires_at = clock_timestamp() - lock_delay - interval '1 s'
+           WHERE name = 'lapsed' AND token = $lapsed_token});
+is(server(q{SELECT dlock.sweep('0 s') >= 1}), 't', 'lapsed swept after its expiry');
+
 # A session queued in acquire for report, and one waiting for the
 # migrator's advisory lock.
 my $waiter = start_client($app, 'waiter',
@@ -121,7 +128,7 @@ is($m->{pg_exporter_last_scrape_error}, 0, 'every query ran as dlock_monitor wit
 # The statistics' metrics, per name (dlock_stats_...) and in all (dlock_...).
 my @counters = qw(grants_total busy_total waits_total wait_timeouts_total wait_seconds_total
   max_wait_seconds takeovers_total force_releases_total renew_failures_total releases_total
-  hold_seconds_total max_hold_seconds);
+  hold_seconds_total max_hold_seconds lapses_total);
 
 my $lease_waits = 'dlock_lock_waiters{key="",key_space="lease",name="report"}';
 my $migration_waits = qq{dlock_lock_waiters{key="$migration_key",key_space="bigint",name="schema-migration"}};
@@ -134,9 +141,10 @@ is_deeply(
 		'dlock_idle_in_transaction_waiters',
 		map({ ("dlock_lease_$_\{name=\"cache\"}", "dlock_lease_$_\{name=\"report\"}") }
 			qw(holders held_seconds expires_in_seconds)),
+		'dlock_lease_holder_token{name="report",owner="report-1"}',
 		$lease_waits, $lease_longest, $migration_waits, $migration_longest,
 		'dlock_statistics_enabled{status="on"}',
-		(map { my $n = $_; map { "dlock_stats_$_\{name=\"$n\"}" } @counters } qw(batch cache report)),
+		(map { my $n = $_; map { "dlock_stats_$_\{name=\"$n\"}" } @counters } qw(batch cache lapsed report)),
 		(map { "dlock_$_" } @counters, qw(names names_max evictions_total stats_reset_timestamp_seconds))) ],
 	'the dlock series scraped: held leases, waits, the idle blocker, statistics')
   or diag join "\n", map { "$_ $m->{$_}" } sort grep { /^dlock_/ } keys %$m;
@@ -151,6 +159,8 @@ sub within
 }
 
 is($m->{'dlock_lease_holders{name="report"}'}, 1, 'report: one holder');
+is($m->{'dlock_lease_holder_token{name="report",owner="report-1"}'}, $report_token,
+	'report: held by report-1, with its token; cache, shared, has no holder series');
 is($m->{'dlock_lease_holders{name="cache"}'}, 2, 'cache: two readers');
 within($m->{'dlock_lease_held_seconds{name="report"}'},
 	$before - $report_acquired, $after - $report_acquired, 'report: held since its grant');
@@ -179,7 +189,8 @@ within($m->{dlock_idle_in_transaction_longest_idle_seconds},
 is($m->{'dlock_statistics_enabled{status="on"}'}, 1, 'statistics are on');
 
 # The counts of $name ('' for the totals): grants, busy, waits, wait
-# timeouts, takeovers, force-releases, renewal failures and releases.
+# timeouts, takeovers, force-releases, renewal failures, releases and
+# lapses.
 sub counts
 {
 	my ($m, $name) = @_;
@@ -187,13 +198,14 @@ sub counts
 	return join ' ', map { $m->{"$prefix$_$labels"} } grep { !/(hold|wait)_seconds/ } @counters;
 }
 my %counts = (
-	report => '1 3 1 0 0 0 0 0',    # the migrator's grant, three busy, the waiter
-	cache => '2 0 0 0 0 0 0 0',     # two readers
-	batch => '2 0 0 0 0 0 0 2',     # granted and released twice
-	'' => '5 3 1 0 0 0 0 2');       # in all
+	report => '1 3 1 0 0 0 0 0 0',    # the migrator's grant, three busy, the waiter
+	cache => '2 0 0 0 0 0 0 0 0',     # two readers
+	batch => '2 0 0 0 0 0 0 2 0',     # granted and released twice
+	lapsed => '1 0 0 0 0 0 0 0 1',    # granted, expired, swept
+	'' => '6 3 1 0 0 0 0 2 1');       # in all
 is(counts($m, $_), $counts{$_}, "counts of '$_'") for sort keys %counts;
 is( join(' ', map { $m->{"dlock_$_"} } qw(names names_max evictions_total)),
-	'3 5000 0', 'three names counted of at most 5000, none evicted');
+	'4 5000 0', 'four names counted of at most 5000, none evicted');
 is( join(' ', map { $m->{"dlock_stats_$_" . '{name="report"}'} } qw(wait_seconds_total max_wait_seconds)),
 	'0 0', 'report: a wait is timed when it ends');
 my $batch_hold = $m->{'dlock_stats_hold_seconds_total{name="batch"}'};
@@ -217,21 +229,25 @@ my ($out) = finish_client($deployer);
 is($out, "t\n", 'the deployer got schema-migration');
 ($out) = finish_client($waiter);
 like($out, qr/^\d+\n\z/, 'the waiter got report');
+my ($waiter_token) = $out =~ /^(\d+)/;
 $migrator->quit;
 
 $before = server_now();
 $m = scrape($exporter);
 is_deeply(
-	[ sort grep { /^dlock_(lock|idle|lease_holders)/ } keys %$m ],
+	[ sort grep { /^dlock_(lock|idle|lease_holder)/ } keys %$m ],
 	[ sort('dlock_idle_in_transaction_blockers', 'dlock_idle_in_transaction_longest_idle_seconds',
 		'dlock_idle_in_transaction_waiters', 'dlock_lease_holders{name="cache"}',
-		'dlock_lease_holders{name="report"}') ],
-	'no waits left');
+		'dlock_lease_holders{name="report"}',
+		'dlock_lease_holder_token{name="report",owner="report-2"}') ],
+	'no waits left; report\'s holder series names its new owner, the old one is gone');
+is($m->{'dlock_lease_holder_token{name="report",owner="report-2"}'}, $waiter_token,
+	'report: held by report-2, with the token its acquire returned');
 is( join('|', map { $m->{"dlock_idle_in_transaction_$_"} } qw(blockers waiters longest_idle_seconds)),
 	'0|0|0', 'no idle blocker left');
 is($m->{'dlock_lease_holders{name="report"}'}, 1, 'report held by the waiter now');
-is(counts($m, 'report'), '2 3 1 0 0 0 0 1', 'report: the waiter\'s grant, the migrator\'s release');
-is(counts($m, ''), '6 3 1 0 0 0 0 3', 'in all: six grants, three releases');
+is(counts($m, 'report'), '2 3 1 0 0 0 0 1 0', 'report: the waiter\'s grant, the migrator\'s release');
+is(counts($m, ''), '7 3 1 0 0 0 0 3 1', 'in all: seven grants, three releases, one lapse');
 my $waited = $m->{'dlock_stats_wait_seconds_total{name="report"}'};
 within($waited, $release_at - $queued_seen, $before - $queued_since,
 	'report: waited from its queueing until the release');
@@ -271,7 +287,9 @@ is_deeply(
 		'dlock_idle_in_transaction_waiters', 'dlock_lease_expires_in_seconds{name="cache"}',
 		'dlock_lease_held_seconds{name="cache"}', 'dlock_lease_holders{name="cache"}',
 		'dlock_lease_expires_in_seconds{name="report"}', 'dlock_lease_held_seconds{name="report"}',
-		'dlock_lease_holders{name="report"}', qq{dlock_statistics_enabled{status="$status"}}) ],
+		'dlock_lease_holders{name="report"}',
+		'dlock_lease_holder_token{name="report",owner="report-2"}',
+		qq{dlock_statistics_enabled{status="$status"}}) ],
 	'the leases and no counters');
 is($m->{qq{dlock_statistics_enabled{status="$status"}}}, 0, 'dlock_statistics_enabled is 0');
 $log = stop_exporter($exporter);

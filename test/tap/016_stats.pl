@@ -141,5 +141,78 @@ SELECT grants, names, evictions, holders, stats_reset > '$before'
   FROM dlock.stats_totals}),
 	'0|0|0|1|t', 'a restart starts the counters from zero; held leases stay held');
 
+# Only a grant that commits adds a name: 4,000 renewals of made-up names
+# (anyone may call renew) and a rolled-back transaction of 4,000 grants
+# add none and evict none. Twenty names are used ten times each first
+# (five grants, five releases).
+$node->safe_psql('postgres', q{
+SELECT dlock.stats_reset();
+SELECT count(dlock.release(n, (dlock.try_acquire(n, '1 min', 'w')).token))
+  FROM generate_series(1, 20) AS i, generate_series(1, 5) AS k,
+       LATERAL (SELECT 'used-' || i AS n) AS x;
+});
+$node->safe_psql('postgres', q{
+DO $$
+BEGIN
+    FOR i IN 1 .. 4000 LOOP
+        BEGIN
+            PERFORM dlock.renew('made-up-' || i, i);
+        EXCEPTION WHEN OTHERS THEN NULL;
+        END;
+    END LOOP;
+END $$;
+});
+is( $node->safe_psql(
+		'postgres', q{
+BEGIN;
+SELECT count(dlock.try_acquire('rolled-back-' || i, '1 min', 'w'))
+  FROM generate_series(1, 4000) AS i;
+ROLLBACK;
+}),
+	'4000', 'a transaction granted 4,000 new names, then rolled back');
+is( $node->safe_psql(
+		'postgres',
+		'SELECT names, evictions, grants, releases, renew_failures, holders FROM dlock.stats_totals'),
+	'20|0|100|100|0|1',
+	'made-up renewals and rolled-back grants add no name and evict none');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) FROM dlock.stats
+ WHERE name LIKE 'made-up-%' OR name LIKE 'rolled-back-%'}),
+	'0', 'no made-up or rolled-back name is shown');
+
+# A burst of 4,000 new names, each granted once and committed, in a table
+# of 100 entries (the database's own, 20 used names, room for 79 more):
+# new names start at the median usage of the names left by the last
+# eviction, so the burst evicts its own names, and the twenty used ones
+# stay. Each eviction takes 5 names: 785 of them make room for the last
+# 3,921 names, 3,925 names evicted in all, 95 left.
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(dlock.try_acquire('burst-' || i, '1 min', 'w'))
+  FROM generate_series(1, 4000) AS i}),
+	'4000', 'a burst of 4,000 new names granted');
+is( $node->safe_psql(
+		'postgres', 'SELECT names, evictions, grants FROM dlock.stats_totals'),
+	'95|3925|4100', 'the burst evicted 3,925 names; the totals keep every grant');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*), sum(grants), sum(releases) FROM dlock.stats WHERE name LIKE 'used-%'}),
+	'20|100|100', 'every name used ten times survives the burst');
+
+# A lease held all along (hot, granted before the restart, so uncounted
+# since): a refused renewal of it adds its name, since it has a lease
+# row, and a busy answer counts.
+my ($renew_stdout, $renew_stderr);
+$node->psql('postgres', q{SELECT dlock.renew('hot', 999999)},
+	stdout => \$renew_stdout, stderr => \$renew_stderr);
+like($renew_stderr, qr/ERROR/, 'a renewal of hot with a token never issued is refused');
+is( $node->safe_psql(
+		'postgres', q{SELECT dlock.try_acquire('hot', '1 min', 'b') IS NULL}),
+	't', 'busy: hot is held');
+is( $node->safe_psql(
+		'postgres', q{SELECT grants, busy, renew_failures, holders FROM dlock.stats WHERE name = 'hot'}),
+	'0|1|1|1', 'the refused renewal added hot, which has a lease row; the busy answer counts');
+
 $node->stop;
 done_testing();
