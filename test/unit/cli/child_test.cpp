@@ -154,9 +154,15 @@ TEST_F(ChildTest, ExitCodeOfWaitStatuses) {
 }
 
 TEST_F(ChildTest, NotFoundIs127) {
+  // A PATH of searchable directories only: a directory the user may not
+  // search (root's, under runuser) makes the answer EACCES, 126, as in a
+  // shell.
+  std::string old_path = std::getenv("PATH");
+  setenv("PATH", (dir_.string() + ":/usr/bin:/bin").c_str(), 1);
   Command missing;
   missing.argv = {"dlock-test-no-such-command", "x"};
   SpawnFailure f = failure_of(missing);
+  setenv("PATH", old_path.c_str(), 1);
   EXPECT_EQ(f.exit_code, 127);
   EXPECT_EQ(f.message, "dlock-test-no-such-command: No such file or directory");
 
