@@ -103,6 +103,9 @@ sub start_run
 			defined $value ? ($ENV{$var} = $value) : delete $ENV{$var};
 		}
 		POSIX::setpgid(0, 0) or POSIX::_exit(125) if $opt{own_group};
+		# dlock keeps ignoring what it was started ignoring (nohup's SIGHUP):
+		# the tests' signals must reach it however the tests were started.
+		$SIG{$_} = 'DEFAULT' for qw(HUP INT TERM QUIT);
 		open(STDIN, '<', '/dev/null') or POSIX::_exit(125);
 		open(STDOUT, '>', "$dir/stdout") or POSIX::_exit(125);
 		open(STDERR, '>', "$dir/stderr") or POSIX::_exit(125);
