@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <limits>
 #include <system_error>
 
 namespace dlock::cli {
@@ -116,8 +117,11 @@ void send_byte(int fd, char byte) {
 }  // namespace
 
 void Watch::take(const Order& o) {
-  // kill(-1) would signal every process: a group is a child's pid, never 1.
-  if (fired() || o.group <= 1) return;
+  // kill(-1) would signal every process: a group is a child's pid, never 1,
+  // and fits a pid_t (group() would cut a larger one to 1, 0 or -1).
+  if (fired() || o.group <= 1 || o.group > std::numeric_limits<pid_t>::max()) {
+    return;
+  }
   if (group_ == 0) {
     group_ = o.group;
     deadline_ns_ = o.deadline_ns;

@@ -103,6 +103,18 @@ TEST(WatchTest, NoGroupIsNoOrder) {
   EXPECT_EQ(w.step(30 * kSecond).signo, 0);
 }
 
+// group() is a pid_t: an order's 64-bit group that does not fit one would
+// be cut to 1, 0 or -1 there, and kill(-group) reach every process, the
+// watchdog's own group or process 1.
+TEST(WatchTest, AGroupBeyondAPidIsNoOrder) {
+  Watch w(kKillAfter);
+  w.take({(std::int64_t{1} << 32) + 1, 10 * kSecond});  // 1 as a pid_t
+  w.take({std::int64_t{1} << 32, 10 * kSecond});        // 0
+  w.take({(std::int64_t{1} << 32) - 1, 10 * kSecond});  // -1
+  EXPECT_EQ(w.group(), 0);
+  EXPECT_EQ(w.step(30 * kSecond).signo, 0);
+}
+
 TEST(WatchTest, OnceFiredANewDeadlineDoesNotUndoIt) {
   Watch w(kKillAfter);
   w.take({42, 10 * kSecond});
