@@ -184,6 +184,7 @@ std::variant<Child, SpawnFailure> Child::spawn(const Command& command,
                                                const SignalPipe& signals,
                                                Watchdog* watchdog,
                                                client::TimePoint deadline) {
+  reap_children_ourselves();
   // Everything the child needs is built before fork().
   std::vector<std::string> path_strings =
       executable_paths(command.argv.empty() ? "" : command.argv[0]);

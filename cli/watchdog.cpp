@@ -157,7 +157,14 @@ Watch::Step Watch::step(std::int64_t now) {
   return {};
 }
 
+void reap_children_ourselves() {
+  struct sigaction current {};
+  sigaction(SIGCHLD, nullptr, &current);
+  if (current.sa_handler == SIG_IGN) signal(SIGCHLD, SIG_DFL);
+}
+
 Watchdog::Watchdog(std::chrono::milliseconds kill_after) {
+  reap_children_ourselves();
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     fail("socketpair");
