@@ -41,6 +41,14 @@ void send_byte(int fd, char byte) {
   (void)ignored;
 }
 
+// Sends signo to COMMAND's group, and to COMMAND itself if it has left the
+// group (setpgid): dlock stops the watchdog before it reaps COMMAND, so
+// its pid is still its own.
+void signal_group(pid_t group, int signo) {
+  kill(-group, signo);
+  if (getpgid(group) != group) kill(group, signo);
+}
+
 // The forked watchdog. Async-signal-safe calls only.
 [[noreturn]] void watchdog_main(int fd, std::int64_t kill_after_ns) {
   prctl(PR_SET_NAME, "dlock watchdog");
@@ -79,9 +87,9 @@ void send_byte(int fd, char byte) {
   for (;;) {
     Watch::Step step = watch.step(boottime_ns());
     if (step.signo != 0) {
-      kill(-watch.group(), step.signo);
+      signal_group(watch.group(), step.signo);
       // A stopped process would not see SIGTERM.
-      if (step.signo == SIGTERM) kill(-watch.group(), SIGCONT);
+      if (step.signo == SIGTERM) signal_group(watch.group(), SIGCONT);
       if (!told) send_byte(kSocketFd, kFired);
       told = true;
       continue;

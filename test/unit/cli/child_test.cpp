@@ -162,6 +162,25 @@ TEST_F(ChildTest, ExitStatusPassesThroughWithSigchldIgnored) {
   EXPECT_EQ(e.exit_code, 3);
 }
 
+// COMMAND itself may leave its group (setpgid into another group of the
+// session, here the test's): a lost lease still stops it, as it is still
+// dlock's child. Left to itself it would exit 0 after 5 s.
+TEST_F(ChildTest, ALostLeaseStopsCommandThatLeftItsGroup) {
+  SignalPipe signals({SIGINT, SIGTERM, SIGHUP});
+  std::string moved = path("moved");
+  Child child = started(Child::spawn(
+      {{"perl", "-MPOSIX", "-e",
+        "setpgid(0, getpgrp(getppid())) or exit 9; open(my $f, '>', '" + moved +
+            "'); close $f; sleep 5"},
+       {},
+       false},
+      signals));
+  Ending e = child.wait(
+      signals, [&] { return fs::exists(moved); }, seconds(1));
+  EXPECT_TRUE(e.lost_while_running);
+  EXPECT_EQ(e.exit_code, 128 + SIGTERM);
+}
+
 TEST_F(ChildTest, ExitCodeOfWaitStatuses) {
   EXPECT_EQ(exit_code_of(3 << 8), 3);
   EXPECT_EQ(exit_code_of(SIGTERM), 128 + SIGTERM);

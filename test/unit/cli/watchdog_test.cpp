@@ -178,6 +178,21 @@ TEST(WatchdogTest, AtTheDeadlineTheGroupGetsSigterm) {
   EXPECT_TRUE(w.fired());
 }
 
+// COMMAND itself may leave its group (setpgid into another group of the
+// session, here the test's): the watchdog still stops it, dlock's child.
+// Left to itself it would exit 0 after 5 s.
+TEST(WatchdogTest, AtTheDeadlineCommandThatLeftItsGroupGetsSigterm) {
+  Watchdog w(std::chrono::seconds(10));
+  pid_t group = start_group(
+      "exec perl -MPOSIX -e "
+      "'setpgid(0, getpgrp(getppid())) or exit 9; sleep 5'");
+  w.watch(group, in(std::chrono::milliseconds(500)));
+  std::optional<int> status = ended(group);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFSIGNALED(*status));
+  EXPECT_EQ(WTERMSIG(*status), SIGTERM);
+}
+
 TEST(WatchdogTest, SigkillAfterKillAfterWhenSigtermIsIgnored) {
   Watchdog w(std::chrono::milliseconds(200));
   pid_t group = start_group("trap '' TERM; sleep 60 & wait; wait");
