@@ -184,6 +184,7 @@ std::variant<Child, SpawnFailure> Child::spawn(const Command& command,
                                                const SignalPipe& signals,
                                                Watchdog* watchdog,
                                                client::TimePoint deadline) {
+  reap_children_ourselves();
   // Everything the child needs is built before fork().
   std::vector<std::string> path_strings =
       executable_paths(command.argv.empty() ? "" : command.argv[0]);
@@ -260,7 +261,7 @@ Child::Child(Child&& other) noexcept
 
 Child::~Child() {
   if (pid_ < 0) return;
-  kill(-pid_, SIGKILL);
+  signal_group(SIGKILL);
   reap();
 }
 
@@ -272,6 +273,11 @@ int Child::reap() {
   pid_ = -1;
   if (terminal_) give_terminal(getpgrp());
   return status;
+}
+
+void Child::signal_group(int signo) {
+  kill(-pid_, signo);
+  if (getpgid(pid_) != pid_) kill(pid_, signo);
 }
 
 void Child::follow_stop() {
@@ -291,8 +297,8 @@ Ending Child::wait(SignalPipe& signals, const std::function<bool()>& lost,
   std::optional<Clock::time_point> kill_at;  // set once SIGTERM is sent
   bool killed = false;
   auto terminate = [&] {
-    kill(-pid_, SIGTERM);
-    kill(-pid_, SIGCONT);  // a stopped process would not see SIGTERM
+    signal_group(SIGTERM);
+    signal_group(SIGCONT);  // a stopped process would not see SIGTERM
     kill_at = Clock::now() + kill_after;
   };
   for (;;) {
@@ -335,7 +341,7 @@ Ending Child::wait(SignalPipe& signals, const std::function<bool()>& lost,
     if (kill_at && !killed) {
       Clock::time_point now = Clock::now();
       if (now >= *kill_at) {
-        kill(-pid_, SIGKILL);
+        signal_group(SIGKILL);
         killed = true;
       } else {
         timeout =
@@ -344,7 +350,7 @@ Ending Child::wait(SignalPipe& signals, const std::function<bool()>& lost,
     }
     pollfd p{signals.fd(), POLLIN, 0};
     poll(&p, 1, static_cast<int>(timeout.count()));
-    for (int signo : signals.take()) kill(-pid_, signo);
+    for (int signo : signals.take()) signal_group(signo);
   }
 }
 

@@ -96,6 +96,9 @@ class Child {
   // The child stopped (^Z): stops dlock too, as a shell's job, and
   // resumes the child when dlock is resumed.
   void follow_stop();
+  // Sends signo to the child's group, and to the child itself if it has
+  // left the group (setpgid): unreaped, its pid is still its own.
+  void signal_group(int signo);
 
   pid_t pid_ = -1;  // -1 once reaped
   bool terminal_ = false;

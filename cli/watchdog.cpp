@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <limits>
 #include <system_error>
 
 namespace dlock::cli {
@@ -38,6 +39,14 @@ std::int64_t boottime_ns() {
 void send_byte(int fd, char byte) {
   ssize_t ignored = send(fd, &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
   (void)ignored;
+}
+
+// Sends signo to COMMAND's group, and to COMMAND itself if it has left the
+// group (setpgid): dlock stops the watchdog before it reaps COMMAND, so
+// its pid is still its own.
+void signal_group(pid_t group, int signo) {
+  kill(-group, signo);
+  if (getpgid(group) != group) kill(group, signo);
 }
 
 // The forked watchdog. Async-signal-safe calls only.
@@ -78,9 +87,9 @@ void send_byte(int fd, char byte) {
   for (;;) {
     Watch::Step step = watch.step(boottime_ns());
     if (step.signo != 0) {
-      kill(-watch.group(), step.signo);
+      signal_group(watch.group(), step.signo);
       // A stopped process would not see SIGTERM.
-      if (step.signo == SIGTERM) kill(-watch.group(), SIGCONT);
+      if (step.signo == SIGTERM) signal_group(watch.group(), SIGCONT);
       if (!told) send_byte(kSocketFd, kFired);
       told = true;
       continue;
@@ -116,8 +125,11 @@ void send_byte(int fd, char byte) {
 }  // namespace
 
 void Watch::take(const Order& o) {
-  // kill(-1) would signal every process: a group is a child's pid, never 1.
-  if (fired() || o.group <= 1) return;
+  // kill(-1) would signal every process: a group is a child's pid, never 1,
+  // and fits a pid_t (group() would cut a larger one to 1, 0 or -1).
+  if (fired() || o.group <= 1 || o.group > std::numeric_limits<pid_t>::max()) {
+    return;
+  }
   if (group_ == 0) {
     group_ = o.group;
     deadline_ns_ = o.deadline_ns;
@@ -153,7 +165,14 @@ Watch::Step Watch::step(std::int64_t now) {
   return {};
 }
 
+void reap_children_ourselves() {
+  struct sigaction current {};
+  sigaction(SIGCHLD, nullptr, &current);
+  if (current.sa_handler == SIG_IGN) signal(SIGCHLD, SIG_DFL);
+}
+
 Watchdog::Watchdog(std::chrono::milliseconds kill_after) {
+  reap_children_ourselves();
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     fail("socketpair");

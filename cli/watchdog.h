@@ -75,6 +75,13 @@ class Watch {
   Stage stage_ = Stage::watching;
 };
 
+// dlock reaps its children itself (the watchdog, COMMAND): with SIGCHLD
+// ignored, as a parent's SIG_IGN survives exec, the kernel would reap them
+// at their end, their status lost and their pid, COMMAND's group id, free
+// for reuse while dlock still signals it. Sets SIGCHLD back to SIG_DFL,
+// which COMMAND then inherits. Call it before forking a child.
+void reap_children_ourselves();
+
 // dlock's side of the watchdog process.
 class Watchdog {
  public:

@@ -148,6 +148,39 @@ TEST_F(ChildTest, KilledBySignalNIs128PlusN) {
   EXPECT_EQ(run(sh("kill -KILL $$")).exit_code, 128 + SIGKILL);
 }
 
+// Started with SIGCHLD ignored (a parent's SIG_IGN survives exec), the
+// kernel would reap the child at its end: its status lost, and its pid,
+// the group's id, free for reuse while dlock still signals it.
+TEST_F(ChildTest, ExitStatusPassesThroughWithSigchldIgnored) {
+  struct sigaction ignore = {};
+  struct sigaction previous = {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGCHLD, &ignore, &previous);
+  Ending e{};
+  EXPECT_NO_THROW(e = run(sh("exit 3")));
+  sigaction(SIGCHLD, &previous, nullptr);
+  EXPECT_EQ(e.exit_code, 3);
+}
+
+// COMMAND itself may leave its group (setpgid into another group of the
+// session, here the test's): a lost lease still stops it, as it is still
+// dlock's child. Left to itself it would exit 0 after 5 s.
+TEST_F(ChildTest, ALostLeaseStopsCommandThatLeftItsGroup) {
+  SignalPipe signals({SIGINT, SIGTERM, SIGHUP});
+  std::string moved = path("moved");
+  Child child = started(Child::spawn(
+      {{"perl", "-MPOSIX", "-e",
+        "setpgid(0, getpgrp(getppid())) or exit 9; open(my $f, '>', '" + moved +
+            "'); close $f; sleep 5"},
+       {},
+       false},
+      signals));
+  Ending e = child.wait(
+      signals, [&] { return fs::exists(moved); }, seconds(1));
+  EXPECT_TRUE(e.lost_while_running);
+  EXPECT_EQ(e.exit_code, 128 + SIGTERM);
+}
+
 TEST_F(ChildTest, ExitCodeOfWaitStatuses) {
   EXPECT_EQ(exit_code_of(3 << 8), 3);
   EXPECT_EQ(exit_code_of(SIGTERM), 128 + SIGTERM);
@@ -220,8 +253,8 @@ TEST_F(ChildTest, EnvironmentAddsAndReplaces) {
 TEST_F(ChildTest, OwnProcessGroupAndCleanSignals) {
   // The caught signals are back to their default action in COMMAND and not
   // blocked; a signal ignored when dlock started stays ignored (nohup).
-  struct sigaction ignore {
-  }, previous{};
+  struct sigaction ignore = {};
+  struct sigaction previous = {};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGHUP, &ignore, &previous);
   {

@@ -103,6 +103,18 @@ TEST(WatchTest, NoGroupIsNoOrder) {
   EXPECT_EQ(w.step(30 * kSecond).signo, 0);
 }
 
+// group() is a pid_t: an order's 64-bit group that does not fit one would
+// be cut to 1, 0 or -1 there, and kill(-group) reach every process, the
+// watchdog's own group or process 1.
+TEST(WatchTest, AGroupBeyondAPidIsNoOrder) {
+  Watch w(kKillAfter);
+  w.take({(std::int64_t{1} << 32) + 1, 10 * kSecond});  // 1 as a pid_t
+  w.take({std::int64_t{1} << 32, 10 * kSecond});        // 0
+  w.take({(std::int64_t{1} << 32) - 1, 10 * kSecond});  // -1
+  EXPECT_EQ(w.group(), 0);
+  EXPECT_EQ(w.step(30 * kSecond).signo, 0);
+}
+
 TEST(WatchTest, OnceFiredANewDeadlineDoesNotUndoIt) {
   Watch w(kKillAfter);
   w.take({42, 10 * kSecond});
@@ -164,6 +176,21 @@ TEST(WatchdogTest, AtTheDeadlineTheGroupGetsSigterm) {
   EXPECT_EQ(failure_of(w),
             "the local deadline passed: its watchdog stopped COMMAND");
   EXPECT_TRUE(w.fired());
+}
+
+// COMMAND itself may leave its group (setpgid into another group of the
+// session, here the test's): the watchdog still stops it, dlock's child.
+// Left to itself it would exit 0 after 5 s.
+TEST(WatchdogTest, AtTheDeadlineCommandThatLeftItsGroupGetsSigterm) {
+  Watchdog w(std::chrono::seconds(10));
+  pid_t group = start_group(
+      "exec perl -MPOSIX -e "
+      "'setpgid(0, getpgrp(getppid())) or exit 9; sleep 5'");
+  w.watch(group, in(std::chrono::milliseconds(500)));
+  std::optional<int> status = ended(group);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFSIGNALED(*status));
+  EXPECT_EQ(WTERMSIG(*status), SIGTERM);
 }
 
 TEST(WatchdogTest, SigkillAfterKillAfterWhenSigtermIsIgnored) {
