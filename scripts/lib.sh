@@ -150,3 +150,29 @@ stop_cluster() {
   rm -rf "$CLUSTER_DIR"
   CLUSTER_DIR=
 }
+
+# For scripts/build-postgres.sh: a deb-src entry for Debian sid, sources
+# only (never binaries from sid on Debian 12), and apt's lists updated.
+SID_SOURCES=/etc/apt/sources.list.d/dlock-sid-sources.sources
+ensure_sid_sources() {
+  if [ ! -f "$SID_SOURCES" ]; then
+    log "adding $SID_SOURCES (deb-src only)"
+    as_root tee "$SID_SOURCES" >/dev/null <<'SOURCES'
+# Added by dlock's scripts/build-postgres.sh: Debian sid's sources only, to
+# build other PostgreSQL majors; no binary package comes from here.
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: sid
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+  fi
+  as_root apt-get update -qq
+}
+
+# The version of the source package named (say 18.6-3 gives 18.6: the
+# upstream version, without the epoch and the Debian revision), or nothing.
+source_version() {
+  apt-get source --print-uris "$1" 2>/dev/null |
+    sed -nE "s/^'[^']*\/$1_([^-']+)\.orig\.tar\..*/\1/p" | head -n 1
+}
