@@ -56,9 +56,10 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# Rebuild everything when a header or a build switch changes: the switches
-# are recorded in .build-flags, rewritten only when they differ.
-BUILD_FLAGS := DLOCK_TESTING=$(DLOCK_TESTING) WERROR=$(WERROR) SANITIZE=$(SANITIZE)
+# Rebuild everything when a header or a build switch changes, or the
+# PostgreSQL built against (another major's headers and ABI: VERSION is
+# PGXS's): they are recorded in .build-flags, rewritten only when they differ.
+BUILD_FLAGS := DLOCK_TESTING=$(DLOCK_TESTING) WERROR=$(WERROR) SANITIZE=$(SANITIZE) PG=$(VERSION)
 .build-flags: FORCE
 	@echo '$(BUILD_FLAGS)' | cmp -s - $@ || echo '$(BUILD_FLAGS)' > $@
 FORCE:

@@ -1,10 +1,11 @@
 # Shared set-up for scripts/demo.sh, scripts/test.sh and bench/run.sh:
-# packages, build, install, and a throwaway PostgreSQL 15 cluster that
+# packages, build, install, and a throwaway PostgreSQL cluster that
 # listens on a private unix socket only. Sourced, not run.
 set -euo pipefail
 
 DLOCK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# PG_BIN may point at another PostgreSQL 15 installation (its bin directory).
+# PG_BIN may point at another PostgreSQL 15 installation (its bin directory),
+# or at one of another major that scripts/build-postgres.sh built.
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 export PATH="$PG_BIN:$PATH"
 
@@ -75,26 +76,45 @@ build_and_install() {
   $install make -C "$DLOCK_ROOT" -s "$pg_config" install "$@" >/dev/null
 }
 
-# Copies the PostgreSQL installation PG_BIN belongs to into directory $1,
-# keeping its usr/... layout (Debian's pg_config finds the headers, the
-# library and share directories relative to bindir), and points PG_BIN and
-# PATH at the copy: dlock is then installed there, as yourself, and the
-# system's installation is left alone.
+# Copies the PostgreSQL installation PG_BIN belongs to into directory $1
+# and points PG_BIN and PATH at the copy: dlock is then installed there, as
+# yourself, and the original is left alone. Debian's installation keeps its
+# usr/... layout (its pg_config finds the headers, the library and share
+# directories relative to bindir); one of scripts/build-postgres.sh (a
+# prefix with bin/, lib/, include/, share/, which its pg_config and server
+# also find relative to bindir) is copied whole.
 private_postgresql() {
   local dir=$1 bindir suffix=/usr/lib/postgresql/15/bin root
   bindir=$("$PG_BIN/pg_config" --bindir)
-  [ "${bindir%"$suffix"}" != "$bindir" ] || {
+  if [ "${bindir%"$suffix"}" != "$bindir" ]; then
+    root=${bindir%"$suffix"}
+    log "copying the PostgreSQL installation in ${root:-/} to $dir"
+    mkdir -p "$dir/usr/lib/postgresql" "$dir/usr/share/postgresql" "$dir/usr/include"
+    cp -a "$root/usr/lib/postgresql/15" "$dir/usr/lib/postgresql/"
+    cp -a "$root/usr/share/postgresql/15" "$dir/usr/share/postgresql/"
+    cp -a "$root/usr/include/postgresql" "$dir/usr/include/"
+    export PG_BIN=$dir/usr/lib/postgresql/15/bin
+  elif [ -f "${bindir%/bin}/.complete" ]; then
+    root=${bindir%/bin}
+    log "copying the PostgreSQL installation in $root to $dir"
+    mkdir -p "$dir"
+    cp -a "$root/." "$dir/"
+    export PG_BIN=$dir/bin
+  else
     log "cannot copy a PostgreSQL installation whose bindir is $bindir"
     return 1
-  }
-  root=${bindir%"$suffix"}
-  log "copying the PostgreSQL installation in ${root:-/} to $dir"
-  mkdir -p "$dir/usr/lib/postgresql" "$dir/usr/share/postgresql" "$dir/usr/include"
-  cp -a "$root/usr/lib/postgresql/15" "$dir/usr/lib/postgresql/"
-  cp -a "$root/usr/share/postgresql/15" "$dir/usr/share/postgresql/"
-  cp -a "$root/usr/include/postgresql" "$dir/usr/include/"
-  export PG_BIN=$dir/usr/lib/postgresql/15/bin
+  fi
   export PATH="$PG_BIN:$PATH"
+}
+
+# The bin directory of the newest build of PostgreSQL MAJOR that
+# scripts/build-postgres.sh cached, or nothing.
+built_postgresql() {
+  local major=$1 cache=${DLOCK_PG_CACHE:-/var/cache/dlock} dir found=
+  for dir in "$cache/postgresql-$major".*; do
+    [ -f "$dir/.complete" ] && [ -x "$dir/bin/pg_config" ] && found=$dir/bin
+  done
+  echo "$found"
 }
 
 # Builds the client library, the dlock command, the demo and the tests
@@ -118,7 +138,7 @@ start_cluster() {
   CLUSTER_DIR=$(mktemp -d /tmp/dlock-cluster.XXXXXX)
   chmod 755 "$CLUSTER_DIR"
   [ "$(id -u)" = 0 ] && chown postgres: "$CLUSTER_DIR"
-  log "starting a throwaway PostgreSQL 15 cluster in $CLUSTER_DIR"
+  log "starting a throwaway $(pg_config --version) cluster in $CLUSTER_DIR"
   as_server_user initdb -D "$CLUSTER_DIR/data" -U postgres -A trust \
     -E UTF8 --locale=C.UTF-8 >"$CLUSTER_DIR/initdb.log" 2>&1 || {
     cat "$CLUSTER_DIR/initdb.log" >&2
@@ -149,4 +169,30 @@ stop_cluster() {
   as_server_user pg_ctl -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
   rm -rf "$CLUSTER_DIR"
   CLUSTER_DIR=
+}
+
+# For scripts/build-postgres.sh: a deb-src entry for Debian sid, sources
+# only (never binaries from sid on Debian 12), and apt's lists updated.
+SID_SOURCES=/etc/apt/sources.list.d/dlock-sid-sources.sources
+ensure_sid_sources() {
+  if [ ! -f "$SID_SOURCES" ]; then
+    log "adding $SID_SOURCES (deb-src only)"
+    as_root tee "$SID_SOURCES" >/dev/null <<'SOURCES'
+# Added by dlock's scripts/build-postgres.sh: Debian sid's sources only, to
+# build other PostgreSQL majors; no binary package comes from here.
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: sid
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+  fi
+  as_root apt-get update -qq
+}
+
+# The version of the source package named (say 18.6-3 gives 18.6: the
+# upstream version, without the epoch and the Debian revision), or nothing.
+source_version() {
+  apt-get source --print-uris "$1" 2>/dev/null |
+    sed -nE "s/^'[^']*\/$1_([^-']+)\.orig\.tar\..*/\1/p" | head -n 1
 }

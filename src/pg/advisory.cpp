@@ -174,7 +174,7 @@ DLOCK_FUNCTION(dlock_advisory_lock) {
     PG_RETURN_BOOL(LockAcquire(&tag, mode, session, true) !=
                    LOCKACQUIRE_NOT_AVAIL);
   }
-  bool held_before = LockHeldByMe(&tag, mode);
+  bool held_before = compat::lock_held_by_me(&tag, mode);
   LockRequest request{&tag, mode, session};
   if (within_lock_timeout(static_cast<int>(timeout_ms), take_lock, &request)) {
     PG_RETURN_BOOL(true);
@@ -182,7 +182,7 @@ DLOCK_FUNCTION(dlock_advisory_lock) {
   // A lock granted just as the wait timed out stays granted to a session
   // (a subtransaction's abort releases only transaction locks): give it
   // back, so that false always means "not held".
-  if (session && !held_before && LockHeldByMe(&tag, mode)) {
+  if (session && !held_before && compat::lock_held_by_me(&tag, mode)) {
     LockRelease(&tag, mode, true);
   }
   PG_RETURN_BOOL(false);

@@ -27,6 +27,8 @@
 // Glue headers include PostgreSQL's headers through this one, so that the
 // C++ headers the wall needs always come first.
 #include "pg_headers.h"
+// The differences between PostgreSQL majors, after the headers it needs.
+#include "compat.h"
 
 // A glue struct lives in frames that PostgreSQL may longjmp through.
 #define DLOCK_PLAIN_STRUCT(type)                        \

@@ -23,7 +23,7 @@ void wake_now(const char* name) {
   for (int i = 0; i < holders; ++i) {
     // A backend that has moved on gets a spurious wake-up, which costs it
     // one look at its own queue.
-    if (PGPROC* proc = BackendIdGetProc(vxids[i].backendId)) {
+    if (PGPROC* proc = compat::vxid_proc(vxids[i])) {
       SetLatch(&proc->procLatch);
     }
   }

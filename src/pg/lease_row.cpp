@@ -52,8 +52,10 @@ const char* text_or_null(HeapTuple tuple, AttrNumber column, TupleDesc desc) {
 // executor's own routine, as for an UPDATE: indexes not yet ready (during
 // CREATE INDEX CONCURRENTLY, or left behind by a failed one) are skipped,
 // partial and expression indexes are evaluated, unique and exclusion
-// constraints checked.
-void insert_index_entries(Relation rel, HeapTuple tuple) {
+// constraints checked. After a heap-only update (PostgreSQL 16 and later),
+// only the summarizing indexes (BRIN) need an entry: only_summarizing.
+void insert_index_entries(Relation rel, HeapTuple tuple,
+                          bool only_summarizing) {
   EState* estate = CreateExecutorState();
   ResultRelInfo* target = makeNode(ResultRelInfo);
   InitResultRelInfo(target, rel, 0, nullptr, 0);
@@ -65,7 +67,7 @@ void insert_index_entries(Relation rel, HeapTuple tuple) {
   // versions bottom-up (right for the primary key: a lease's name never
   // changes; only a hint for any other index).
   List* deferred =
-      ExecInsertIndexTuples(target, slot, estate, true, false, nullptr, NIL);
+      compat::insert_index_tuples(target, slot, estate, only_summarizing);
   if (deferred != NIL) {
     elog(ERROR,
          "dlock: deferrable constraints on dlock.lease_store are not "
@@ -154,11 +156,13 @@ RowWrite update_row(const LeaseRow& row, const ColumnValue* columns,
       heap_modify_tuple(row.tuple, desc, values, nulls, replace);
   TM_FailureData failure;
   LockTupleMode lock_mode;
-  TM_Result result =
-      heap_update(rel, &row.tuple->t_self, updated, GetCurrentCommandId(true),
-                  InvalidSnapshot, true, &failure, &lock_mode);
-  if (result == TM_Ok && !HeapTupleIsHeapOnly(updated)) {
-    insert_index_entries(rel, updated);
+  compat::IndexUpdate indexes;
+  TM_Result result = compat::heap_update(rel, &row.tuple->t_self, updated,
+                                         GetCurrentCommandId(true), &failure,
+                                         &lock_mode, &indexes);
+  if (result == TM_Ok && indexes != compat::IndexUpdate::kNone) {
+    insert_index_entries(rel, updated,
+                         indexes == compat::IndexUpdate::kSummarizing);
   }
   table_close(rel, NoLock);
   return row_write(result);
