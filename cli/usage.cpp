@@ -37,10 +37,11 @@ SIGKILL after --kill-after; the lease is given back once they have ended.
 A keeper renews the lease in the background. If the lease is lost (a renewal
 is refused, it is force-released, or no renewal succeeds in time), COMMAND's
 process group gets SIGTERM, then SIGKILL after --kill-after, and dlock exits
-76. SIGINT, SIGTERM and SIGHUP sent to dlock go to COMMAND's process group;
-the lease is given back only once COMMAND has ended. Until the lease is
-granted they end dlock as usual. If dlock itself is killed, COMMAND gets
-SIGKILL (not what it started in the background).
+76. A watchdog process of dlock's does the same at the local deadline even
+while dlock is stopped or hung, and kills COMMAND's whole group at once if
+dlock itself is killed. SIGINT, SIGTERM and SIGHUP sent to dlock go to
+COMMAND's process group; the lease is given back only once COMMAND has
+ended. Until the lease is granted they end dlock as usual.
 
 COMMAND runs in a process group of its own, with stdin, stdout and stderr
 passed through, and the terminal handed to it when dlock runs in the
