@@ -40,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "audit_history.h"
 #include "checker.h"
 #include "forked_workers.h"
 #include "history.h"
@@ -84,52 +85,10 @@ std::int64_t scalar(dlock::pq::Connection& c, const std::string& sql) {
   return c.exec(sql).int64(0, 0);
 }
 
-// The audit as a history: each row a grant (a reader's shared, a permit
-// one of 3) and, unless its holder was killed, its release, which the
-// release's statement saw on the server's clock. The release's client
-// instants are not kept: it is placed at that instant (clients and server
-// share one machine's clock). A killed holder's grant runs to its expiry.
+// The audit as a history: a reader's grant is shared, a permit one of
+// kPermits, and a killed holder's grant runs to its expiry.
 std::vector<dlock::history::Op> audit_history(dlock::pq::Connection& c) {
-  using dlock::history::Call;
-  using dlock::history::Op;
-  using dlock::history::Outcome;
-  dlock::pq::Result r = c.exec(
-      "SELECT name, token, owner, kind,"
-      "       (extract(epoch FROM acquired_at) * 1000000)::bigint,"
-      "       (extract(epoch FROM expires_at) * 1000000)::bigint,"
-      "       (extract(epoch FROM released_at) * 1000000)::bigint,"
-      "       invoked_us, completed_us"
-      "  FROM shapes_stress.audit ORDER BY invoked_us");
-  std::vector<Op> history;
-  for (int i = 0; i < r.rows(); ++i) {
-    const std::string kind = r.value(i, 3);
-    Op grant;
-    grant.id = 2 * i + 1;
-    grant.client = grant.owner = r.value(i, 2);
-    grant.call = Call::grant;
-    grant.outcome = Outcome::ok;
-    grant.name = r.value(i, 0);
-    grant.token = r.int64(i, 1);
-    grant.shared = kind == "read";
-    grant.permits = kind == "permit" || kind == "killed" ? kPermits : 0;
-    grant.acquired_us = r.int64(i, 4);
-    grant.expires_us = r.int64(i, 5);
-    grant.ttl_ms = (grant.expires_us - grant.acquired_us) / 1000;
-    grant.invoked_us = r.int64(i, 7);
-    grant.completed_us = r.int64(i, 8);
-    history.push_back(grant);
-    if (kind == "killed") continue;
-    Op release = grant;
-    release.id = 2 * i + 2;
-    release.call = Call::release;
-    release.shared = false;
-    release.permits = release.ttl_ms = 0;
-    release.acquired_us = release.expires_us = 0;
-    release.server_us = r.int64(i, 6);
-    release.invoked_us = release.completed_us = release.server_us;
-    history.push_back(release);
-  }
-  return history;
+  return stress::audit_history(c, "shapes_stress.audit", "kind", kPermits);
 }
 
 // ------------------------------------------------------- readers, writers

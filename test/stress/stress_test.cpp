@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <dlock/pq.h>
+#include "audit_history.h"
 #include "checker.h"
 #include "history.h"
 #include "stress_support.h"
@@ -226,46 +227,9 @@ Totals run_clients(const Config& cfg) {
   return t;
 }
 
-// The audit as a history: each row a grant and its release, which the
-// audit's statement saw on the server's clock after dlock.release.
-// The release's client instants are not kept: it is placed at the
-// instant the server read after it (clients and server share one
-// machine's clock).
+// The audit as a history: every grant exclusive, each with its release.
 std::vector<dlock::history::Op> audit_history(dlock::pq::Connection& c) {
-  using dlock::history::Call;
-  using dlock::history::Op;
-  using dlock::history::Outcome;
-  dlock::pq::Result r = c.exec(
-      "SELECT name, token, owner,"
-      "       (extract(epoch FROM acquired_at) * 1000000)::bigint,"
-      "       (extract(epoch FROM expires_at) * 1000000)::bigint,"
-      "       (extract(epoch FROM released_at) * 1000000)::bigint,"
-      "       invoked_us, completed_us"
-      "  FROM dlock_stress.audit ORDER BY invoked_us");
-  std::vector<Op> history;
-  for (int i = 0; i < r.rows(); ++i) {
-    Op grant;
-    grant.id = 2 * i + 1;
-    grant.client = grant.owner = r.value(i, 2);
-    grant.call = Call::grant;
-    grant.outcome = Outcome::ok;
-    grant.name = r.value(i, 0);
-    grant.token = r.int64(i, 1);
-    grant.acquired_us = r.int64(i, 3);
-    grant.expires_us = r.int64(i, 4);
-    grant.ttl_ms = (grant.expires_us - grant.acquired_us) / 1000;
-    grant.invoked_us = r.int64(i, 6);
-    grant.completed_us = r.int64(i, 7);
-    Op release = grant;
-    release.id = 2 * i + 2;
-    release.call = Call::release;
-    release.ttl_ms = release.acquired_us = release.expires_us = 0;
-    release.server_us = r.int64(i, 5);
-    release.invoked_us = release.completed_us = release.server_us;
-    history.push_back(grant);
-    history.push_back(release);
-  }
-  return history;
+  return stress::audit_history(c, "dlock_stress.audit");
 }
 
 // Checks the audit trail, counters and dlock.leases against what the
